@@ -1,0 +1,32 @@
+# Two commands from a fresh clone: `make demo` and `make test`. Both create .venv when missing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: install test lint demo clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+# pytest exits 5 when it collected no test: that must fail, never pass silently.
+test: $(STAMP) lint
+	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
+	exit $$rc
+
+demo: $(STAMP)
+	@echo "make demo: not yet available (see issue 10); try: $(VENV)/bin/kcql-sink kcql explain --json -"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache demo-data

@@ -1,0 +1,101 @@
+"""The one small interface every STOREAS format implements.
+
+The sink core owns files and their life cycle (staging path, flush policy, commit); a format
+only knows how to turn records into bytes of one file. Writers take records in batches so
+that encoders can work per batch (pyarrow tables, fastavro blocks) instead of per field.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kcql.errors import SinkError
+from kcql.model import EnvelopeFields, StoreFormat
+
+if TYPE_CHECKING:
+    from sink.record import SinkRecord
+
+__all__ = ["FileFormat", "FormatError", "FormatSettings", "FormatWriter", "RecordFormatError"]
+
+
+class FormatError(SinkError):
+    """A format cannot be set up as configured (unknown codec, bad level, ...)."""
+
+
+class RecordFormatError(FormatError):
+    """One record cannot be written in this format (a dict for TEXT, no schema for AVRO, ...).
+
+    Records before ``index`` in the batch given to :meth:`FormatWriter.write` were written;
+    the record at ``index`` and after were not. The message names the record's topic,
+    partition and offset so the task's error policy can report it.
+    """
+
+    def __init__(self, message: str, record: SinkRecord, index: int) -> None:
+        self.record = record
+        self.index = index
+        super().__init__(f"{message} ({record.where})")
+
+
+@dataclass(frozen=True, slots=True)
+class FormatSettings:
+    """What a format needs beyond the records: codec and envelope, resolved from plan + connector."""
+
+    format: StoreFormat
+    codec: str = "UNCOMPRESSED"
+    """Upper-case codec name as in ``connect.s3.compression.codec`` (UNCOMPRESSED, GZIP, SNAPPY, ...)."""
+    level: int | None = None
+    envelope: EnvelopeFields | None = None
+    schema_compatibility: str = "NONE"
+
+
+class FormatWriter(ABC):
+    """Streams records into one staging file. Created by :meth:`FileFormat.open`."""
+
+    @abstractmethod
+    def write(self, records: Sequence[SinkRecord]) -> int:
+        """Append a prefix of ``records`` and return how many were written.
+
+        Stops early (returning fewer than ``len(records)``) only before a record that must start
+        a new file, e.g. a schema change under ``schema.compatibility=NONE``; a writer with no
+        records yet accepts any first record. A record that can never be written in this format
+        raises :class:`RecordFormatError` with its index.
+        """
+
+    @property
+    @abstractmethod
+    def bytes_written(self) -> int:
+        """Bytes the file holds so far (approximate for buffered encoders); feeds flush.size."""
+
+    @property
+    @abstractmethod
+    def record_count(self) -> int:
+        """Records written so far."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Finish the file (footers, final blocks) and fsync it; the file is then complete."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Release resources without finishing; the caller deletes the file."""
+
+
+class FileFormat(ABC):
+    """A STOREAS format: names its files and opens writers."""
+
+    def __init__(self, settings: FormatSettings) -> None:
+        self.settings = settings
+
+    @property
+    @abstractmethod
+    def extension(self) -> str:
+        """File extension without the dot, as Lenses names it (``json``, ``gz`` for gzipped JSON,
+        ``avro``, ``parquet``, ``csv``, ``text``, ``bytes``)."""
+
+    @abstractmethod
+    def open(self, path: Path) -> FormatWriter:
+        """Create ``path`` and return a writer streaming into it."""

@@ -1,0 +1,42 @@
+"""Record → object key: the layout contract between the sink and every reader.
+
+The sink asks a :class:`Partitioner` for each record's partition path (the directories between
+the prefix and the file name) and, when a file is committed, for the file's final key. Both are
+pure functions of the plan and the record/file, which is what makes replays produce the same
+keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kcql.errors import SinkError
+
+__all__ = ["FileMeta", "PartitionError"]
+
+
+class PartitionError(SinkError):
+    """A record cannot be placed (null key with ``_key``, missing header, ...).
+
+    The message is the Lenses text (e.g. ``Key is null, but requested to partition by whole key``)
+    plus the record's topic, partition and offset; the task's error policy decides what happens.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class FileMeta:
+    """What the final name of a committed file is built from."""
+
+    topic: str
+    partition: int
+    path: str
+    """Partition path of the file's writer (already escaped), ``""`` for NOPARTITION."""
+    first_offset: int
+    last_offset: int
+    min_timestamp: int
+    """Smallest record timestamp in epoch ms, ``-1`` when no record had one."""
+    max_timestamp: int
+    """Largest record timestamp in epoch ms, ``-1`` when no record had one."""
+    record_count: int
+    extension: str
+    """Without the dot."""
