@@ -1,0 +1,118 @@
+"""Plumbing every writer shares: the staging file handle, byte counting, fsync on close.
+
+Kept private so each format module only holds what is specific to its encoding.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from formats.base import FormatWriter
+
+__all__ = ["CountingFile", "StagingWriter"]
+
+logger = logging.getLogger(__name__)
+
+
+class CountingFile:
+    """A binary file that counts what is written to it.
+
+    ``bytes_written`` must be cheap (the flush.size policy asks after every batch), so the count
+    is kept in Python instead of calling ``stat`` or ``tell`` on the file.
+    """
+
+    __slots__ = ("_raw", "count")
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self.count = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        n = self._raw.write(data)
+        self.count += len(data) if n is None else n
+        return len(data) if n is None else n
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+    def tell(self) -> int:
+        return self.count
+
+    @property
+    def closed(self) -> bool:
+        return self._raw.closed
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def fsync_close(self) -> None:
+        """Flush, fsync and close: after this the bytes are on disk, as the committer requires."""
+        if self._raw.closed:
+            return
+        self._raw.flush()
+        os.fsync(self._raw.fileno())
+        self._raw.close()
+
+    def close(self) -> None:
+        if not self._raw.closed:
+            self._raw.close()
+
+
+class StagingWriter(FormatWriter):
+    """Base for writers that stream into one local staging file.
+
+    Subclasses implement :meth:`write` and :meth:`_finish` (write the trailer: last block,
+    Parquet footer, gzip trailer). ``close`` and ``abort`` are idempotent so the sink core can
+    call them from error paths without tracking state.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # "xb": a staging path that already exists is a bug in the caller, never silently overwritten.
+        self._file = CountingFile(Path(path).open("xb"))  # noqa: SIM115 - closed by close()/abort()
+        self._count = 0
+        self._closed = False
+
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def bytes_written(self) -> int:
+        return self._file.count
+
+    def _finish(self) -> None:
+        """Write whatever completes the file (buffered rows, footers). Default: nothing."""
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._finish()
+            self._file.fsync_close()
+        except BaseException:
+            self._file.close()
+            raise
+
+    def abort(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._abort_encoder()
+        except Exception:  # the file is deleted by the caller anyway; just release it
+            logger.debug("ignoring error while aborting %s", self.path, exc_info=True)
+        self._file.close()
+
+    def _abort_encoder(self) -> None:
+        """Release encoder resources without finishing the file. Default: nothing."""
