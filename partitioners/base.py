@@ -20,7 +20,16 @@ class PartitionError(SinkError):
 
     The message is the Lenses text (e.g. ``Key is null, but requested to partition by whole key``)
     plus the record's topic, partition and offset; the task's error policy decides what happens.
+
+    Attributes:
+        reason: the Lenses text alone, e.g. ``Value is null.`` (stable, for tests and metrics).
+        where: the record position (``SinkRecord.where``), ``""`` when not tied to a record.
     """
+
+    def __init__(self, reason: str, where: str = "") -> None:
+        self.reason = reason
+        self.where = where
+        super().__init__(f"{reason} ({where})" if where else reason)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,135 @@
+"""Record → partition path (the directories between the prefix and the file name)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kcql.model import FileNaming
+from partitioners.base import PartitionError
+from partitioners.escaping import escape
+from partitioners.fields import SegmentFn, compile_field
+
+if TYPE_CHECKING:
+    from kcql.model import SinkPlan
+    from sink.record import SinkRecord
+
+__all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "Partitioner", "default_path"]
+
+log = logging.getLogger(__name__)
+
+MAX_SEGMENT_BYTES = 255
+"""Longest directory name (UTF-8 bytes) we produce: the limit of every common local file system, so
+the local backend and staging directories never fail with "File name too long" (Lenses #1719)."""
+MAX_PATH_BYTES = 900
+"""Longest partition path; leaves room for prefix and file name within S3's 1024-byte key limit."""
+
+
+def default_path(plan: SinkPlan, topic: str, partition: int, *, topic_segment: str | None = None) -> str:
+    """Partition path of the default layout (no PARTITIONBY) for one topic partition.
+
+    ``topic_segment`` replaces the escaped topic (``example_key`` passes the ``<topic>`` placeholder).
+    """
+    topic_seg = escape(topic) if topic_segment is None else topic_segment
+    if plan.naming == FileNaming.CONFLUENT:
+        return f"{topic_seg}/partition={partition}"
+    part_seg = escape(plan.padding.pad_partition(partition))
+    if plan.include_keys:
+        return f"topic={topic_seg}/partition={part_seg}"
+    return f"{topic_seg}/{part_seg}"
+
+
+class Partitioner:
+    """Computes the partition path of records for one plan.
+
+    The path is relative to the prefix (for Confluent naming, to ``prefix or "topics"``), already
+    escaped, ``/``-joined, and ``""`` for NOPARTITION. It is a pure function of the plan and the
+    record, so a replay after a crash puts every record in the same directory again.
+
+    Raises:
+        PartitionError: from :meth:`path_for`/:meth:`paths_for` when a record cannot be placed
+            (null key/value, missing header or timestamp, a value too long for a directory name).
+    """
+
+    __slots__ = ("_default_cache", "_fns", "_mode", "_names", "_topic_dir", "plan")
+
+    def __init__(self, plan: SinkPlan) -> None:
+        self.plan = plan
+        self._default_cache: dict[tuple[str, int], str] = {}
+        self._fns: tuple[SegmentFn, ...] = ()
+        self._names: tuple[str, ...] = ()
+        self._topic_dir = plan.naming == FileNaming.CONFLUENT
+        if plan.partition_by is None:
+            self._mode = "none"
+        elif not plan.partition_by:
+            self._mode = "default"
+        else:
+            self._mode = "custom"
+            self._fns = tuple(compile_field(f, plan.padding) for f in plan.partition_by)
+            if plan.include_keys:
+                self._names = tuple(escape(f.display_name) + "=" for f in plan.partition_by)
+            else:
+                self._names = ("",) * len(self._fns)
+
+    @property
+    def is_default(self) -> bool:
+        """True for the default layout, where the path depends only on (topic, partition)."""
+        return self._mode == "default"
+
+    def path_for(self, record: SinkRecord) -> str:
+        """The escaped partition path of ``record``."""
+        if self._mode == "default":
+            key = (record.topic, record.partition)
+            path = self._default_cache.get(key)
+            if path is None:
+                path = self._default_cache[key] = default_path(self.plan, record.topic, record.partition)
+            return path
+        if self._mode == "none":
+            return ""
+        segments = [name + fn(record) for name, fn in zip(self._names, self._fns, strict=True)]
+        if self._topic_dir:
+            segments.insert(0, escape(record.topic))
+        path = "/".join(segments)
+        if len(path) > MAX_SEGMENT_BYTES // 4:
+            self._check_length(path, segments, record)
+        return path
+
+    def paths_for(self, records: Sequence[SinkRecord]) -> list[str]:
+        """:meth:`path_for` of every record, in order; the default layout costs one dict lookup each.
+
+        Raises on the first record that cannot be placed (its position is in the error); callers
+        that apply a per-record error policy call :meth:`path_for` for the rest.
+        """
+        if self._mode == "none":
+            return [""] * len(records)
+        if self._mode == "default":
+            cache = self._default_cache
+            out: list[str] = []
+            append = out.append
+            for record in records:
+                path = cache.get((record.topic, record.partition))
+                if path is None:
+                    path = self.path_for(record)
+                append(path)
+            return out
+        path_for = self.path_for
+        return [path_for(record) for record in records]
+
+    @staticmethod
+    def _check_length(path: str, segments: list[str], record: SinkRecord) -> None:
+        for segment in segments:
+            size = len(segment.encode("utf-8"))
+            if size > MAX_SEGMENT_BYTES:
+                raise PartitionError(
+                    f"Partition directory is {size} bytes, longer than the {MAX_SEGMENT_BYTES}-byte limit: "
+                    f"{segment[:60]}...",
+                    record.where,
+                )
+        size = len(path.encode("utf-8"))
+        if size > MAX_PATH_BYTES:
+            raise PartitionError(
+                f"Partition path is {size} bytes, longer than the {MAX_PATH_BYTES}-byte limit: "
+                f"{path[:60]}...",
+                record.where,
+            )
