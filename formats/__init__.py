@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from formats.avro_format import AvroFormat
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
 from formats.codecs import check_codec, extension_for, supported_codecs
 from formats.json_format import JsonFormat
@@ -28,6 +29,7 @@ __all__ = [
 
 _REGISTRY: dict[StoreFormat, Callable[[FormatSettings], FileFormat]] = {
     StoreFormat.JSON: JsonFormat,
+    StoreFormat.AVRO: AvroFormat,
 }
 
 

@@ -1,0 +1,167 @@
+"""What AVRO and PARQUET share: turning records into rows of one file schema.
+
+A row is the record's value (no envelope) or its envelope dict. Its schema is made of "parts"
+(the value; with the envelope also the key), each either *given* (the converter's Avro schema,
+tracked by :class:`~formats.schema_evolution.SchemaEvolution`) or *inferred* from schemaless
+values (:mod:`formats.schema_inference`). Rows are buffered until the file's schema is fixed
+("frozen": when the first block / row group is encoded); until then inferred parts keep merging.
+Headers and metadata have fixed types, so they never influence the schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from formats.base import FormatSettings, RecordFormatError
+from formats.envelope import envelope_avro_schema, envelope_row
+from formats.schema_evolution import Decision, SchemaEvolution, project
+from formats.schema_inference import IncompatibleSchemas, avro_names, infer, merge
+
+if TYPE_CHECKING:
+    from sink.record import SinkRecord
+
+__all__ = ["RowBuilder"]
+
+
+class _Part:
+    """Schema state of the key or the value within one file."""
+
+    __slots__ = ("evolution", "inferred", "mode", "name")
+
+    def __init__(self, name: str, compatibility: str) -> None:
+        self.name = name
+        self.mode: str | None = None  # None (only nulls so far), "given" or "inferred"
+        self.evolution = SchemaEvolution(compatibility)
+        self.inferred: Any = "null"
+
+    def check(self, value: Any, schema: Any, frozen: bool) -> tuple[Decision, Any]:
+        """Decision for one value, plus the merged inferred schema to commit if accepted."""
+        if value is None:
+            return Decision.SAME, None
+        if schema is not None:
+            if self.mode == "inferred":
+                return Decision.ROLL, None  # schemaless -> schema-based: new file
+            if self.mode is None and frozen:
+                return Decision.ROLL, None  # the file declared this part as always null
+            return self.evolution.decide(schema), None
+        if self.mode == "given":
+            return Decision.ROLL, None
+        candidate = infer(value, self.name)  # may raise IncompatibleSchemas: no Avro type at all
+        if self.inferred == "null":  # the first value: its own schema, not a union with null
+            return Decision.SAME, candidate
+        try:
+            merged = merge(self.inferred, candidate)
+        except IncompatibleSchemas:
+            return Decision.ROLL, None
+        if frozen and merged != self.inferred:
+            return Decision.ROLL, None
+        return Decision.SAME, merged
+
+    def commit(self, schema: Any, merged: Any) -> None:
+        if merged is not None:
+            self.mode = "inferred"
+            self.inferred = merged
+        elif schema is not None and self.mode is None:
+            self.mode = "given"
+
+    def schema(self) -> Any:
+        if self.mode == "given":
+            return self.evolution.current
+        return self.inferred
+
+
+class RowBuilder:
+    """Accepts records while they fit the file's schema and turns them into rows.
+
+    Args:
+        settings: the format settings (envelope, schema compatibility).
+        format_name: ``AVRO`` or ``PARQUET``, for messages.
+    """
+
+    def __init__(self, settings: FormatSettings, format_name: str) -> None:
+        self.envelope = settings.envelope
+        self.format_name = format_name
+        self.value = _Part("Value", settings.schema_compatibility)
+        with_key = self.envelope is not None and self.envelope.key
+        self.key = _Part("Key", settings.schema_compatibility) if with_key else None
+        self.frozen = False
+        self.count = 0
+
+    def take(self, records: Sequence[SinkRecord], rows: list[Any]) -> int:
+        """Append rows for the longest prefix of ``records`` that fits; return its length."""
+        envelope = self.envelope
+        value_part, key_part = self.value, self.key
+        for index, record in enumerate(records):
+            value = record.value
+            if envelope is None and value is None:
+                raise RecordFormatError(
+                    f"a tombstone (null value) cannot be written as {self.format_name} without the "
+                    "envelope; set store.envelope=true (tombstones are then rows with a null value)",
+                    record,
+                    index,
+                )
+            try:
+                decision, merged = (
+                    value_part.check(value, record.value_schema, self.frozen)
+                    if envelope is None or envelope.value
+                    else (Decision.SAME, None)
+                )
+                kdecision, kmerged = (
+                    key_part.check(record.key, record.key_schema, self.frozen)
+                    if key_part is not None
+                    else (Decision.SAME, None)
+                )
+            except IncompatibleSchemas as exc:
+                raise RecordFormatError(
+                    f"cannot infer a {self.format_name} schema for this schemaless record: {exc}",
+                    record,
+                    index,
+                ) from exc
+            if self.count and (decision is Decision.ROLL or kdecision is Decision.ROLL):
+                return index
+            value_part.commit(record.value_schema, merged)
+            if key_part is not None:
+                key_part.commit(record.key_schema, kmerged)
+            if decision is Decision.PROJECT:
+                value = project(value, value_part.evolution.current)
+            rows.append(value if envelope is None else envelope_row(record, envelope, value))
+            self.count += 1
+        return len(records)
+
+    def avro_schema(self, sanitize: bool = False) -> tuple[Any, tuple[str, ...]]:
+        """Fix the file's row schema and return it as Avro.
+
+        With ``sanitize`` (AVRO), field names of *inferred* parts that are not valid Avro names
+        are sanitized; the second item names the row parts whose dict keys must be renamed to
+        match (``("*",)`` for the whole row when there is no envelope).
+        """
+        self.frozen = True
+        renamed: list[str] = []
+
+        def part_schema(part: _Part, label: str) -> Any:
+            schema = part.schema()
+            if sanitize and part.mode == "inferred":
+                schema, changed = avro_names(schema)
+                if changed:
+                    renamed.append(label)
+            return schema
+
+        if self.envelope is None:
+            schema = part_schema(self.value, "*")
+        else:
+            key = part_schema(self.key, "key") if self.key is not None else None
+            schema = envelope_avro_schema(key, part_schema(self.value, "value"), self.envelope)
+        return schema, tuple(renamed)
+
+    @property
+    def settled(self) -> bool:
+        """Whether freezing now would lose nothing: every part has a given schema.
+
+        Inferred parts keep merging while rows are buffered, and a part that has only seen nulls
+        does not know its type yet; in both cases the caller should keep buffering a while.
+        """
+        parts = [self.value] if self.envelope is None or self.envelope.value else []
+        if self.key is not None:
+            parts.append(self.key)
+        return all(p.mode == "given" for p in parts)

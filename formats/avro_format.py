@@ -1,0 +1,167 @@
+"""STOREAS AVRO: Avro object container files written with fastavro, block by block.
+
+The writer schema is the record's value schema (or the envelope schema built around the key and
+value schemas), logical types included. Schemaless values get a schema inferred per file (see
+:mod:`formats.schema_inference`); field names that are not valid Avro names are sanitized
+reversibly there. Rows are buffered only until the file's schema is fixed (the first
+``_FREEZE_ROWS`` records or ``_FREEZE_BYTES`` of raw input); after that fastavro encodes each
+record into its block buffer and writes a compressed block every ``sync_interval`` bytes, so
+memory stays bounded by one block.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import fastavro
+from fastavro.write import Writer
+
+from formats._file import StagingWriter
+from formats._rows import RowBuilder
+from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
+from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS, check_codec, extension_for
+from formats.schema_inference import rename_for_avro
+
+if TYPE_CHECKING:
+    from sink.record import SinkRecord
+
+__all__ = ["AvroFormat", "AvroWriter"]
+
+_SYNC_INTERVAL = 256 * 1024
+"""Uncompressed bytes per Avro block: large enough for good compression, small enough for memory."""
+_FREEZE_ROWS = 1000
+"""Rows buffered at most before the schema is fixed and the header written. Files whose schemas
+are all given open at once; inferred schemas (and parts only seen null so far) merge meanwhile."""
+_ROW_ESTIMATE = 100
+"""Bytes assumed per buffered row without raw JSON text, for bytes_written before the header."""
+
+
+def _check_codec_available(codec: str) -> None:
+    """Fail at configuration time, not at the first block, when a codec library is missing."""
+    name = AVRO_CODECS[codec]
+    try:
+        probe = Writer(io.BytesIO(), fastavro.parse_schema("null"), codec=name)
+        probe.write(None)
+        probe.flush()
+    except Exception as exc:  # fastavro raises ValueError / ImportError variants for missing libs
+        raise FormatError(f"AVRO codec {codec} is not available here: {exc}") from exc
+
+
+class AvroWriter(StagingWriter):
+    """Streams rows into one Avro container file."""
+
+    def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
+        super().__init__(path)
+        self._rows = RowBuilder(settings, "AVRO")
+        self._codec = AVRO_CODECS[codec]
+        level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
+        self._level = level if codec in ("DEFLATE", "ZSTD", "XZ") else None
+        self._pending: list[Any] = []
+        self._pending_records: list[SinkRecord] = []
+        self._pending_bytes = 0
+        self._writer: Any = None
+        self._rename: tuple[str, ...] = ()
+
+    def write(self, records: Sequence[SinkRecord]) -> int:
+        rows: list[Any] = []
+        try:
+            taken = self._rows.take(records, rows)
+        except RecordFormatError as exc:
+            self._append(rows, records[: exc.index])
+            raise
+        self._append(rows, records[:taken])
+        return taken
+
+    def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+        if not rows:
+            return
+        self._count += len(rows)
+        if self._writer is None:
+            self._pending.extend(rows)
+            self._pending_records.extend(records)
+            self._pending_bytes += sum(
+                _ROW_ESTIMATE if r.raw_value is None else len(r.raw_value) for r in records
+            )
+            if self._rows.settled or len(self._pending) >= _FREEZE_ROWS:
+                self._open()
+            return
+        self._encode(rows, records)
+
+    def _open(self) -> None:
+        schema, self._rename = self._rows.avro_schema(sanitize=True)
+        try:
+            parsed = fastavro.parse_schema(schema)
+        except Exception as exc:  # SchemaParseException and friends: the schema itself is unusable
+            first = self._pending_records[0]
+            raise RecordFormatError(f"the record's Avro schema cannot be used: {exc}", first, 0) from exc
+        self._writer = Writer(
+            self._file,
+            parsed,
+            codec=self._codec,
+            sync_interval=_SYNC_INTERVAL,
+            compression_level=self._level,
+            # validate before encoding: a bad row must fail before it leaves partial bytes in the block
+            validator=True,
+        )
+        pending, records = self._pending, self._pending_records
+        self._pending, self._pending_records, self._pending_bytes = [], [], 0
+        self._encode(pending, records)
+
+    def _encode(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+        write = self._writer.write
+        rename = self._rename
+        for index, row in enumerate(rows):
+            if rename:
+                row = _renamed(row, rename)
+            try:
+                write(row)
+            except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
+                # the row does not match the writer schema (a converter bug or a value outside
+                # its type); validation runs before encoding, so the file stays intact
+                raise RecordFormatError(
+                    f"the value does not match its Avro schema: {exc}", records[index], index
+                ) from exc
+
+    @property
+    def bytes_written(self) -> int:
+        if self._writer is None:
+            return self._file.count + self._pending_bytes
+        return self._file.count + self._writer.io.tell()
+
+    def _finish(self) -> None:
+        if self._writer is None:
+            if not self._pending:
+                # an empty file still gets a valid header so readers do not choke
+                self._writer = Writer(self._file, fastavro.parse_schema("null"), codec=self._codec)
+            else:
+                self._open()
+        self._writer.flush()
+
+
+def _renamed(row: Any, parts: tuple[str, ...]) -> Any:
+    if parts == ("*",):
+        return rename_for_avro(row, None)
+    out = dict(row)
+    for part in parts:
+        if out.get(part) is not None:
+            out[part] = rename_for_avro(out[part], None)
+    return out
+
+
+class AvroFormat(FileFormat):
+    """Avro container files; codecs UNCOMPRESSED (null), DEFLATE, SNAPPY, ZSTD, BZIP2, XZ."""
+
+    def __init__(self, settings: FormatSettings) -> None:
+        super().__init__(settings)
+        self._codec = check_codec(settings.format, settings.codec, settings.level)
+        _check_codec_available(self._codec)
+
+    @property
+    def extension(self) -> str:
+        return extension_for(self.settings.format, self._codec)
+
+    def open(self, path: Path) -> FormatWriter:
+        return AvroWriter(path, self.settings, self._codec)
