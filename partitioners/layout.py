@@ -31,6 +31,9 @@ class ParsedKey:
     partition_values: dict[str, str] = field(default_factory=dict)
     """PARTITIONBY values by display name, unescaped, in PARTITIONBY order (``{}`` for the default
     layout and NOPARTITION). An absent field reads back as ``[missing]``."""
+    partition_items: tuple[tuple[str, str], ...] = ()
+    """The same as ``(display name, value)`` pairs in PARTITIONBY order, keeping repeated display
+    names (``_date.uuuu, _date.MM`` are both ``date``) that the dict collapses."""
     first_offset: int | None = None
     """Offset of the file's first record (Confluent naming only)."""
     last_offset: int | None = None
@@ -93,10 +96,10 @@ class _Decoder:
         self.display = tuple(f.display_name for f in fields)
         self.names = tuple(escape(name) for name in self.display)
 
-    def values(self, dirs: list[str]) -> dict[str, str] | None:
+    def values(self, dirs: list[str]) -> tuple[tuple[str, str], ...] | None:
         if len(dirs) != len(self.display):
             return None
-        out: dict[str, str] = {}
+        out: list[tuple[str, str]] = []
         for display, name, segment in zip(self.display, self.names, dirs, strict=True):
             if self.plan.include_keys:
                 seg_name, sep, value = segment.partition("=")
@@ -104,8 +107,8 @@ class _Decoder:
                     return None
             else:
                 value = segment
-            out[display] = unescape(value)
-        return out
+            out.append((display, unescape(value)))
+        return tuple(out)
 
     def parse(self, key: str) -> ParsedKey | None:
         if not is_data_key(key) or not key.startswith(self.base):
@@ -147,7 +150,7 @@ class _Decoder:
         match = self.lenses_custom.fullmatch(name)
         if match is None:
             return None
-        values = self.values(dirs) if self.plan.partition_by else ({} if not dirs else None)
+        values = self.values(dirs) if self.plan.partition_by else (() if not dirs else None)
         if values is None:
             return None
         inner = match["inner"]
@@ -158,7 +161,8 @@ class _Decoder:
                 return ParsedKey(
                     topic=unescape(match["topic"]),
                     partition=partition,
-                    partition_values=values,
+                    partition_values=dict(values),
+                    partition_items=values,
                     last_offset=last,
                     extension=match["ext"],
                 )
@@ -172,12 +176,12 @@ class _Decoder:
         if self.plan.partition_by is None:
             if dirs:
                 return None
-            values: dict[str, str] | None = {}
+            values: tuple[tuple[str, str], ...] | None = ()
         else:
             if not dirs or dirs[0] != topic_seg:
                 return None
             if self.plan.partition_by == ():
-                values = {} if dirs[1:] == [f"partition={partition}"] else None
+                values = () if dirs[1:] == [f"partition={partition}"] else None
             else:
                 values = self.values(dirs[1:])
         if values is None:
@@ -185,7 +189,8 @@ class _Decoder:
         return ParsedKey(
             topic=unescape(topic_seg),
             partition=partition,
-            partition_values=values,
+            partition_values=dict(values),
+            partition_items=values,
             first_offset=int(match["off"]),
             extension=match["ext"],
         )
