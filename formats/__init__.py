@@ -13,6 +13,7 @@ from formats.avro_format import AvroFormat
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
 from formats.codecs import check_codec, extension_for, supported_codecs
 from formats.json_format import JsonFormat
+from formats.parquet_format import ParquetFormat
 from kcql.model import StoreFormat
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
 _REGISTRY: dict[StoreFormat, Callable[[FormatSettings], FileFormat]] = {
     StoreFormat.JSON: JsonFormat,
     StoreFormat.AVRO: AvroFormat,
+    StoreFormat.PARQUET: ParquetFormat,
 }
 
 

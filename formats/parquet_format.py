@@ -1,0 +1,178 @@
+"""STOREAS PARQUET: pyarrow ParquetWriter, one row group per buffered batch.
+
+Rows (values, or envelopes) are converted to Arrow per :meth:`ParquetWriter.write` call in one
+``RecordBatch.from_pylist`` (C++ does the per-field work), kept as Arrow batches, and written as a
+row group once ``_ROW_GROUP_ROWS`` rows or ``_ROW_GROUP_BYTES`` bytes are buffered, so memory
+stays bounded by one row group. Column order is the schema's field order (for schemaless values:
+first appearance, see :mod:`formats.schema_inference`); the Avro -> Arrow mapping is in
+:mod:`formats.arrow_schema`. A value whose schema is not a record is stored in one ``value``
+column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from formats._file import StagingWriter
+from formats._rows import RowBuilder
+from formats.arrow_schema import avro_to_arrow, value_column_schema
+from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
+from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS, check_codec, extension_for
+
+if TYPE_CHECKING:
+    from sink.record import SinkRecord
+
+__all__ = ["ParquetFormat", "ParquetWriter"]
+
+_ROW_GROUP_ROWS = 100_000
+_ROW_GROUP_BYTES = 64 * 1024 * 1024
+"""Arrow bytes buffered before a row group is written (Parquet compresses them further)."""
+_FREEZE_ROWS = 1000
+_ROW_ESTIMATE = 100
+_CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
+
+
+class ParquetWriter(StagingWriter):
+    """Streams rows into one Parquet file."""
+
+    def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
+        super().__init__(path)
+        self._rows = RowBuilder(settings, "PARQUET")
+        self._codec = PARQUET_CODECS[codec]
+        self._level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
+        self._pending: list[Any] = []
+        self._pending_records: list[SinkRecord] = []
+        self._pending_bytes = 0
+        self._schema: pa.Schema | None = None
+        self._wrap = False
+        self._batches: list[pa.RecordBatch] = []
+        self._batch_rows = 0
+        self._batch_bytes = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, records: Sequence[SinkRecord]) -> int:
+        rows: list[Any] = []
+        try:
+            taken = self._rows.take(records, rows)
+        except RecordFormatError as exc:
+            self._append(rows, records[: exc.index])
+            raise
+        self._append(rows, records[:taken])
+        return taken
+
+    def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+        if not rows:
+            return
+        if self._schema is None:
+            self._count += len(rows)
+            self._pending.extend(rows)
+            self._pending_records.extend(records)
+            self._pending_bytes += sum(
+                _ROW_ESTIMATE if r.raw_value is None else len(r.raw_value) for r in records
+            )
+            if self._rows.settled or len(self._pending) >= _FREEZE_ROWS:
+                self._freeze()
+            return
+        self._convert(rows, records)
+
+    def _freeze(self) -> None:
+        avro, _ = self._rows.avro_schema()
+        try:
+            self._schema = avro_to_arrow(avro)
+        except FormatError as exc:
+            raise RecordFormatError(str(exc), self._pending_records[0], 0) from exc
+        self._wrap = value_column_schema(avro)
+        rows, records = self._pending, self._pending_records
+        self._pending, self._pending_records, self._pending_bytes = [], [], 0
+        self._count -= len(rows)
+        self._convert(rows, records)
+
+    def _convert(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+        if self._wrap:
+            rows = [{"value": row} for row in rows]
+        try:
+            batch = pa.RecordBatch.from_pylist(rows, schema=self._schema)
+        except _CONVERT_ERRORS:
+            bad = self._first_bad(rows)
+            if bad:
+                self._add(pa.RecordBatch.from_pylist(rows[:bad], schema=self._schema))
+            try:
+                pa.RecordBatch.from_pylist(rows[bad : bad + 1], schema=self._schema)
+            except _CONVERT_ERRORS as exc:
+                raise RecordFormatError(
+                    f"the value does not match its schema for Parquet: {exc}", records[bad], bad
+                ) from exc
+            raise  # pragma: no cover - the batch failed but no single row does
+        self._add(batch)
+
+    def _first_bad(self, rows: list[Any]) -> int:
+        for index, row in enumerate(rows):
+            try:
+                pa.RecordBatch.from_pylist([row], schema=self._schema)
+            except _CONVERT_ERRORS:
+                return index
+        return len(rows)
+
+    def _add(self, batch: pa.RecordBatch) -> None:
+        self._count += batch.num_rows
+        self._batches.append(batch)
+        self._batch_rows += batch.num_rows
+        self._batch_bytes += batch.nbytes
+        if self._batch_rows >= _ROW_GROUP_ROWS or self._batch_bytes >= _ROW_GROUP_BYTES:
+            self._write_row_group()
+
+    def _write_row_group(self) -> None:
+        if not self._batches:
+            return
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                self._file,
+                self._schema,
+                compression=self._codec,
+                compression_level=self._level if self._codec in ("gzip", "zstd", "brotli") else None,
+            )
+        table = pa.Table.from_batches(self._batches, schema=self._schema)
+        self._writer.write_table(table, row_group_size=table.num_rows)
+        self._batches, self._batch_rows, self._batch_bytes = [], 0, 0
+
+    @property
+    def bytes_written(self) -> int:
+        return self._file.count + self._batch_bytes + self._pending_bytes
+
+    def _finish(self) -> None:
+        if self._schema is None:
+            if self._pending:
+                self._freeze()
+            else:
+                self._schema = pa.schema([])
+        self._write_row_group()
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._file, self._schema, compression=self._codec)
+        self._writer.close()
+
+    def _abort_encoder(self) -> None:
+        self._batches = []
+        self._pending = []
+
+
+class ParquetFormat(FileFormat):
+    """Parquet files; codecs UNCOMPRESSED, SNAPPY, GZIP, ZSTD, LZ4, BROTLI."""
+
+    def __init__(self, settings: FormatSettings) -> None:
+        super().__init__(settings)
+        self._codec = check_codec(settings.format, settings.codec, settings.level)
+        name = PARQUET_CODECS[self._codec]
+        if name != "none" and not pa.Codec.is_available(name):
+            raise FormatError(f"PARQUET codec {self._codec} is not available in this pyarrow build")
+
+    @property
+    def extension(self) -> str:
+        return extension_for(self.settings.format, self._codec)
+
+    def open(self, path: Path) -> FormatWriter:
+        return ParquetWriter(path, self.settings, self._codec)
