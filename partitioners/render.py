@@ -47,7 +47,12 @@ def java_double(number: float) -> str:
         if point >= len(digits):
             return f"{sign}{digits}{'0' * (point - len(digits))}.0"
         return f"{sign}{digits[:point]}.{digits[point:]}"
-    mantissa = digits[0] + "." + (digits[1:] or "0")
+    if len(digits) == 1:
+        # Java prints at least two significant digits (d.dEn) and picks the two-digit decimal
+        # closest to the exact value: 1.0E7, but 4.9E-324 for the smallest subnormal.
+        mantissa, exp_text = f"{abs(number):.1e}".split("e")
+        return f"{sign}{mantissa}E{int(exp_text)}"
+    mantissa = digits[0] + "." + digits[1:]
     return f"{sign}{mantissa}E{point - 1}"
 
 
