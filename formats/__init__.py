@@ -11,9 +11,12 @@ from collections.abc import Callable
 
 from formats.avro_format import AvroFormat
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
+from formats.bytes_format import BytesFormat
 from formats.codecs import check_codec, extension_for, supported_codecs
+from formats.csv_format import CsvFormat
 from formats.json_format import JsonFormat
 from formats.parquet_format import ParquetFormat
+from formats.text_format import TextFormat
 from kcql.model import StoreFormat
 
 __all__ = [
@@ -32,6 +35,10 @@ _REGISTRY: dict[StoreFormat, Callable[[FormatSettings], FileFormat]] = {
     StoreFormat.JSON: JsonFormat,
     StoreFormat.AVRO: AvroFormat,
     StoreFormat.PARQUET: ParquetFormat,
+    StoreFormat.CSV: CsvFormat,
+    StoreFormat.CSV_WITHHEADERS: CsvFormat,
+    StoreFormat.TEXT: TextFormat,
+    StoreFormat.BYTES: BytesFormat,
 }
 
 
@@ -43,6 +50,6 @@ def get_format(settings: FormatSettings) -> FileFormat:
     """
     fmt = StoreFormat(settings.format)
     factory = _REGISTRY.get(fmt)
-    if factory is None:
-        raise FormatError(f"STOREAS {fmt.value} is not implemented yet")
+    if factory is None:  # pragma: no cover - every StoreFormat is registered (tested)
+        raise FormatError(f"STOREAS {fmt.value} has no writer")
     return factory(settings)

@@ -1,0 +1,61 @@
+"""STOREAS BYTES: the raw value bytes, exactly one record per file (as Lenses).
+
+The file holds the value byte for byte, with nothing added, so binary payloads (images, protobuf,
+already-compressed data) round-trip exactly. A null value (tombstone) gives an empty file. A
+``str`` value (StringConverter) is written as UTF-8. Structured values (dicts, lists, numbers)
+have no canonical byte form and are rejected: use a ByteArrayConverter for the value, or another
+format. ``write`` accepts one record per file and returns 0 for the next, so the sink core rolls
+a new file; BYTES never rolls on schema changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from formats._file import StagingWriter
+from formats.base import FileFormat, FormatSettings, FormatWriter, RecordFormatError
+from formats.codecs import check_codec, extension_for
+
+if TYPE_CHECKING:
+    from sink.record import SinkRecord
+
+__all__ = ["BytesFormat", "BytesWriter"]
+
+
+class BytesWriter(StagingWriter):
+    """Writes the single record's value bytes."""
+
+    def write(self, records: Sequence[SinkRecord]) -> int:
+        if not records or self._count:
+            return 0
+        record = records[0]
+        value = record.value
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        elif value is not None and not isinstance(value, bytes | bytearray | memoryview):
+            raise RecordFormatError(
+                f"STOREAS BYTES needs a byte-array value (ByteArrayConverter), got a {type(value).__name__}",
+                record,
+                0,
+            )
+        if value:
+            self._file.write(value)
+        self._count = 1
+        return 1
+
+
+class BytesFormat(FileFormat):
+    """Raw value bytes, one record per file."""
+
+    def __init__(self, settings: FormatSettings) -> None:
+        super().__init__(settings)
+        check_codec(settings.format, settings.codec, settings.level)
+
+    @property
+    def extension(self) -> str:
+        return extension_for(self.settings.format)
+
+    def open(self, path: Path) -> FormatWriter:
+        return BytesWriter(path)
