@@ -1,0 +1,195 @@
+"""Spark SQL over committed output on local storage: every format x every layout, pruning, live writes.
+
+One shared Spark session; every check is batched into as few Spark jobs as possible.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kcql.model import StoreFormat
+from spark_reader import register
+from tests.unit.spark_reader import lenses_data as ld
+
+pytestmark = pytest.mark.spark
+
+LAYOUTS = ("default", "default-kv", "values", "kv", "nopartition")
+
+
+def _cols(p) -> tuple[str, str, str]:
+    """SQL expressions for (id, name, key) in the view of plan ``p``."""
+    if p.envelope is not None:
+        return "CAST(value.id AS BIGINT)", "value.name", "key"
+    if p.format == StoreFormat.CSV:
+        return "CAST(_c0 AS BIGINT)", "_c1", "NULL"
+    if p.format == StoreFormat.TEXT:
+        return "CAST(NULL AS BIGINT)", "value", "NULL"
+    if p.format == StoreFormat.BYTES:
+        js = "CAST(value AS STRING)"
+        return f"CAST(get_json_object({js}, '$.id') AS BIGINT)", f"get_json_object({js}, '$.name')", "NULL"
+    return "CAST(id AS BIGINT)", "name", "NULL"
+
+
+def _aggregate_sql(view: str, p) -> str:
+    i, n, k = _cols(p)
+    region_check = "0"
+    if p.partition_by and p.format not in (StoreFormat.TEXT, StoreFormat.BYTES, StoreFormat.CSV):
+        reg = "value.region" if p.envelope is not None else "region"
+        col = "part_region" if p.envelope is None else "region"
+        region_check = f"SUM(CASE WHEN {col} <> {reg} THEN 1 ELSE 0 END)"
+    return (
+        f"SELECT '{view}' AS v, COUNT(*) AS c, COALESCE(SUM({i}), 0) AS s, "  # noqa: S608
+        f"SORT_ARRAY(COLLECT_SET({n})) AS names, SORT_ARRAY(COLLECT_SET({k})) AS keys, "
+        f"SUM(_partition) AS sp, COUNT(DISTINCT _topic) AS topics, {region_check} AS bad_region, "
+        f"SUM(CASE WHEN _file LIKE '%.%' AND _file_last_offset IS NOT NULL THEN 0 ELSE 1 END) AS bad_meta "
+        f"FROM {view}"
+    )
+
+
+def test_every_format_and_layout_matches_the_files(spark, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    put = ld.local_put(root / "bkt")
+    recs = ld.records()
+    plans = [
+        ld.plan(fmt, layout, prefix=f"{fmt.value.lower()}_{layout.replace('-', '_')}")
+        for fmt in StoreFormat
+        for layout in LAYOUTS
+    ]
+    plans += [
+        ld.plan(fmt, "kv", prefix=f"env_{fmt.value.lower()}", envelope=True)
+        for fmt in (StoreFormat.JSON, StoreFormat.AVRO, StoreFormat.PARQUET)
+    ]
+    written = {p.prefix: ld.write_all(p, recs, put) for p in plans}
+    config = {"connect.storage": "local", "connect.local.root": str(root)}
+
+    views = register(spark, config, plans=plans)
+
+    assert sorted(views) == sorted(p.prefix for p in plans)
+    native = {v for v, d in views.items() if "spark native" in d}
+    assert "parquet_values" in native and "json_kv" in native and "avro_kv" not in native
+    sql = " UNION ALL ".join(_aggregate_sql(p.prefix, p) for p in plans)
+    rows = {r["v"]: r for r in spark.sql(sql).collect()}  # one Spark job for all 38 views
+    in_p1 = sum(1 for r in recs if r.partition == 1)
+    for p in plans:
+        exp = ld.expected(p, lambda k: (root / "bkt" / k).read_bytes(), written[p.prefix])
+        row = rows[p.prefix]
+        assert (
+            row["c"]
+            == exp["count"]
+            == (len(recs) if p.format != StoreFormat.BYTES else len(written[p.prefix]))
+        )
+        assert row["s"] == exp["sum_id"], p.prefix
+        assert set(row["names"]) == exp["names"], p.prefix
+        assert set(row["keys"]) == exp["keys"], p.prefix
+        assert row["sp"] == in_p1 and row["topics"] == 1, p.prefix
+        assert row["bad_region"] == 0 and row["bad_meta"] == 0, p.prefix
+
+    # typed partition columns: _partition and the KeysAndValues `partition` field are integers
+    schema = spark.table("parquet_kv").schema
+    assert schema["_partition"].dataType.typeName() == "integer"
+    assert schema["partition"].dataType.typeName() == "long"
+    assert schema["part_region"].dataType.typeName() == "string"
+    # envelope views expose key, value, headers and metadata
+    env = spark.table("env_avro").schema.fieldNames()
+    assert {"key", "value", "headers", "metadata", "_topic", "_partition", "region"} <= set(env)
+
+
+def test_partition_filter_prunes_files(spark, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    put = ld.local_put(root / "bkt")
+    recs = ld.records()
+    pq_plan = ld.plan(StoreFormat.PARQUET, "values", prefix="pq")
+    av_plan = ld.plan(StoreFormat.AVRO, "kv", prefix="av")
+    pq_keys = ld.write_all(pq_plan, recs, put)
+    av_keys = ld.write_all(av_plan, recs, put)
+    scan_log = tmp_path / "scans.tsv"
+    config = {"connect.storage": "local", "connect.local.root": str(root)}
+    register(spark, config, plans=[pq_plan, av_plan], scan_log=str(scan_log))
+
+    # native reader: Spark's own file list
+    all_files = spark.table("pq").inputFiles()
+    ap_files = spark.sql("SELECT * FROM pq WHERE part_region = 'ap south'").inputFiles()
+    assert len(all_files) == len(pq_keys)
+    assert 0 < len(ap_files) < len(all_files)
+    assert all("ap south" in f or "ap%20south" in f for f in ap_files)
+
+    # python data source: the files its scan planned
+    (full,) = spark.sql("SELECT COUNT(*) FROM av").collect()[0]
+    (pruned,) = spark.sql("SELECT COUNT(*) FROM av WHERE part_region = 'eu' AND `partition` = 1").collect()[0]
+    # a filter on the value field a PARTITIONBY entry came from prunes as well
+    (by_value,) = spark.sql("SELECT COUNT(*) FROM av WHERE region IN ('eu', 'us')").collect()[0]
+    lines = [line.split("\t") for line in scan_log.read_text().splitlines()]
+    scans = [line[3:] for line in lines]
+    assert len(scans) == 3
+    assert sorted(scans[0]) == sorted(av_keys)
+    assert 0 < len(scans[1]) < len(scans[0])
+    assert all("/region=eu/partition=1/" in k for k in scans[1]), scans[1]
+    assert all("/region=eu/" in k or "/region=us/" in k for k in scans[2]), lines[2][:3]
+    assert 0 < len(scans[2]) < len(scans[0])
+    assert full == len(recs)
+    assert by_value == sum(1 for r in recs if r.value["region"] in ("eu", "us"))
+    assert pruned == sum(1 for r in recs if r.value["region"] == "eu" and r.partition == 1)
+
+
+def test_query_while_writing_sees_whole_files_only(spark, tmp_path: Path) -> None:
+    """A writer commits files the way the local sink does (staging file, then rename to the final key)."""
+    root = tmp_path / "store"
+    bucket = root / "bkt"
+    recs = ld.records(partitions=1, per_partition=400)
+    per_file = 8
+    plans = {
+        fmt: ld.plan(fmt, "default", prefix=f"live_{fmt.value.lower()}")
+        for fmt in (StoreFormat.JSON, StoreFormat.AVRO)
+    }
+    stop = threading.Event()
+
+    def writer() -> None:
+        chunks = {fmt: ld.group(p, recs, per_file) for fmt, p in plans.items()}
+        for i in range(len(chunks[StoreFormat.JSON])):
+            for fmt, p in plans.items():
+                data, ext = ld.encode(p, chunks[fmt][i])
+                final = bucket / ld.file_key(p, chunks[fmt][i], ext)
+                staging = final.parent / f".stage-{i}"
+                final.parent.mkdir(parents=True, exist_ok=True)
+                with staging.open("wb") as fh:  # written slowly in two halves: a reader must never see it
+                    fh.write(data[: len(data) // 2])
+                    fh.flush()
+                    time.sleep(0.002)
+                    fh.write(data[len(data) // 2 :])
+                staging.rename(final)
+            if stop.is_set():
+                return
+
+    # seed one file so the view has a schema, then query repeatedly while the writer runs
+    for p in plans.values():
+        first = ld.group(p, recs, per_file)[0]
+        data, ext = ld.encode(p, first)
+        ld.local_put(bucket)(ld.file_key(p, first, ext), data)
+    config = {"connect.storage": "local", "connect.local.root": str(root)}
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    seen = []
+    try:
+        deadline = time.monotonic() + 60
+        while t.is_alive() and time.monotonic() < deadline:
+            register(spark, config, plans=list(plans.values()))  # re-list: new files become visible
+            sql = " UNION ALL ".join(
+                f"SELECT '{p.prefix}' v, COUNT(*) c, COUNT(DISTINCT id) d, MAX(id) m FROM {p.prefix}"  # noqa: S608
+                for p in plans.values()
+            )
+            for r in spark.sql(sql).collect():
+                assert r["c"] == r["d"], f"duplicate rows in {r['v']}: {r}"
+                assert r["c"] % per_file == 0, f"partial file visible in {r['v']}: {r}"
+                assert r["m"] == r["c"] - 1, f"gap in {r['v']}: {r}"
+                seen.append(r["c"])
+    finally:
+        stop.set()
+        t.join(30)
+    assert len(set(seen)) >= 2, f"the queries never overlapped the writes: {seen}"
+    register(spark, config, plans=list(plans.values()))
+    final = spark.sql("SELECT COUNT(*) c, COUNT(DISTINCT id) d FROM live_avro").collect()[0]
+    assert final["c"] == final["d"] == len(recs)
