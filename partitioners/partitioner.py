@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,8 +15,6 @@ if TYPE_CHECKING:
     from sink.record import SinkRecord
 
 __all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "Partitioner", "default_path"]
-
-log = logging.getLogger(__name__)
 
 MAX_SEGMENT_BYTES = 255
 """Longest directory name (UTF-8 bytes) we produce: the limit of every common local file system, so
@@ -65,7 +62,10 @@ class Partitioner:
         elif not plan.partition_by:
             self._mode = "default"
         else:
-            self._mode = "custom"
+            # PARTITIONBY _topic, _partition (the MSK-backup statement) depends only on where the
+            # record came from, so it gets the default layout's per-(topic, partition) cache.
+            static = all(f.kind in ("topic", "partition") for f in plan.partition_by)
+            self._mode = "static" if static else "custom"
             self._fns = tuple(compile_field(f, plan.padding) for f in plan.partition_by)
             if plan.include_keys:
                 self._names = tuple(escape(f.display_name) + "=" for f in plan.partition_by)
@@ -74,19 +74,28 @@ class Partitioner:
 
     @property
     def is_default(self) -> bool:
-        """True for the default layout, where the path depends only on (topic, partition)."""
-        return self._mode == "default"
+        """True when the path depends only on (topic, partition): the default layout, or a
+        PARTITIONBY made of ``_topic``/``_partition`` only."""
+        return self._mode in ("default", "static")
 
     def path_for(self, record: SinkRecord) -> str:
         """The escaped partition path of ``record``."""
-        if self._mode == "default":
+        mode = self._mode
+        if mode == "default" or mode == "static":
             key = (record.topic, record.partition)
             path = self._default_cache.get(key)
             if path is None:
-                path = self._default_cache[key] = default_path(self.plan, record.topic, record.partition)
+                if mode == "default":
+                    path = default_path(self.plan, record.topic, record.partition)
+                else:
+                    path = self._compute(record)
+                self._default_cache[key] = path
             return path
-        if self._mode == "none":
+        if mode == "none":
             return ""
+        return self._compute(record)
+
+    def _compute(self, record: SinkRecord) -> str:
         segments = [name + fn(record) for name, fn in zip(self._names, self._fns, strict=True)]
         if self._topic_dir:
             segments.insert(0, escape(record.topic))
@@ -103,7 +112,7 @@ class Partitioner:
         """
         if self._mode == "none":
             return [""] * len(records)
-        if self._mode == "default":
+        if self._mode in ("default", "static"):
             cache = self._default_cache
             out: list[str] = []
             append = out.append

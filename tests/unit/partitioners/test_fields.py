@@ -161,3 +161,15 @@ def test_nopartition_and_confluent_paths():
     assert path(plan(naming=FileNaming.CONFLUENT), record(1, partition=4)) == "myTopic/partition=4"
     assert path(plan("a", naming=FileNaming.CONFLUENT), record({"a": 1})) == "myTopic/a=1"
     assert path(plan(nopartition=True, naming=FileNaming.CONFLUENT), record(1)) == ""
+
+
+def test_topic_partition_only_partitionby_uses_the_cache():
+    p = Partitioner(plan("_topic", "_partition", include_keys=False))
+    assert p.is_default
+    records = [
+        record(1, topic="a", partition=0),
+        record(2, topic="b", partition=7),
+        record(3, topic="a", partition=0),
+    ]
+    assert p.paths_for(records) == ["a/0", "b/7", "a/0"]
+    assert not Partitioner(plan("_topic", "_key")).is_default
