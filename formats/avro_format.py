@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import fastavro
+from fastavro.validation import ValidationError
 from fastavro.write import Writer
 
 from formats._file import StagingWriter
@@ -62,6 +63,7 @@ class AvroWriter(StagingWriter):
         self._pending: list[Any] = []
         self._pending_records: list[SinkRecord] = []
         self._pending_bytes = 0
+        self._reported = 0
         self._writer: Any = None
         self._rename: tuple[str, ...] = ()
 
@@ -118,7 +120,7 @@ class AvroWriter(StagingWriter):
                 row = _renamed(row, rename)
             try:
                 write(row)
-            except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
+            except (ValidationError, ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
                 # the row does not match the writer schema (a converter bug or a value outside
                 # its type); validation runs before encoding, so the file stays intact
                 raise RecordFormatError(
@@ -128,8 +130,12 @@ class AvroWriter(StagingWriter):
     @property
     def bytes_written(self) -> int:
         if self._writer is None:
-            return self._file.count + self._pending_bytes
-        return self._file.count + self._writer.io.tell()
+            now = self._file.count + self._pending_bytes
+        else:
+            now = self._file.count + self._writer.io.tell()
+        # the open block counts uncompressed until it is written compressed; never report a drop
+        self._reported = max(self._reported, now)
+        return self._reported
 
     def _finish(self) -> None:
         if self._writer is None:

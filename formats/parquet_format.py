@@ -48,6 +48,7 @@ class ParquetWriter(StagingWriter):
         self._pending: list[Any] = []
         self._pending_records: list[SinkRecord] = []
         self._pending_bytes = 0
+        self._reported = 0
         self._schema: pa.Schema | None = None
         self._wrap = False
         self._batches: list[pa.RecordBatch] = []
@@ -142,7 +143,9 @@ class ParquetWriter(StagingWriter):
 
     @property
     def bytes_written(self) -> int:
-        return self._file.count + self._batch_bytes + self._pending_bytes
+        # buffered Arrow bytes shrink when encoded and compressed; never report a drop
+        self._reported = max(self._reported, self._file.count + self._batch_bytes + self._pending_bytes)
+        return self._reported
 
     def _finish(self) -> None:
         if self._schema is None:

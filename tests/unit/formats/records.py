@@ -97,3 +97,31 @@ def orders(n: int, start: int = 0) -> list[SinkRecord]:
         )
         for i in range(n)
     ]
+
+
+def write_rolling(tmp_path: Any, settings: Any, records: list[SinkRecord], batch: int = 1000) -> list[Any]:
+    """Write like the sink core: a short ``write`` closes the file and opens the next one.
+
+    Returns the closed files' paths in order.
+    """
+    from formats import get_format
+
+    fmt = get_format(settings)
+    paths = []
+    writer = None
+    pending = list(records)
+    while pending:
+        if writer is None:
+            path = tmp_path / f"part-{len(paths):03d}.{fmt.extension}"
+            writer = fmt.open(path)
+            paths.append(path)
+        chunk = pending[:batch]
+        n = writer.write(chunk)
+        pending = pending[n:]
+        if n < len(chunk):
+            assert writer.record_count > 0, "a writer with no records must accept the first record"
+            writer.close()
+            writer = None
+    if writer is not None:
+        writer.close()
+    return paths

@@ -1,0 +1,141 @@
+"""PARQUET: files read back with pyarrow.parquet (an independent reader)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import formats.parquet_format as parquet_format
+from formats import FormatSettings, RecordFormatError, get_format, supported_codecs
+from kcql.model import EnvelopeFields, StoreFormat
+from tests.unit.formats.records import CREATED, CREATED_MS, DAY, ORDER_SCHEMA, orders, record, write_rolling
+
+
+@pytest.mark.parametrize("codec", supported_codecs(StoreFormat.PARQUET))
+def test_every_codec_round_trips(tmp_path: Path, codec: str) -> None:
+    fmt = get_format(FormatSettings(format=StoreFormat.PARQUET, codec=codec))
+    assert fmt.extension == "parquet"
+    path = tmp_path / "x.parquet"
+    writer = fmt.open(path)
+    assert writer.write(orders(50)) == 50
+    assert writer.bytes_written > 0
+    writer.close()
+    meta = pq.ParquetFile(path).metadata
+    assert meta.row_group(0).column(0).compression == codec
+    table = pq.read_table(path)
+    assert table.column_names == [f["name"] for f in ORDER_SCHEMA["fields"]]  # schema order
+    schema = table.schema
+    assert schema.field("price").type == pa.decimal128(10, 2)
+    assert schema.field("created").type == pa.timestamp("ms", tz="UTC")
+    assert schema.field("day").type == pa.date32()
+    assert pa.types.is_struct(schema.field("address").type)
+    assert pa.types.is_list(schema.field("tags").type)
+    assert pa.types.is_map(schema.field("attrs").type)
+    assert not schema.field("id").nullable and schema.field("note").nullable
+    rows = table.to_pylist()
+    assert rows[0]["price"] == Decimal("12.34")
+    assert rows[0]["created"] == CREATED
+    assert rows[0]["day"] == DAY
+    assert rows[0]["name"] == 'ördér-0 ✓, "quoted"'
+    assert rows[1]["note"] is None
+    assert rows[0]["address"] == {"street": "0 Main St", "zip": "12345"}
+    assert rows[5]["attrs"] == [("k", 5)]
+    assert [r["id"] for r in rows] == list(range(50))
+
+
+def test_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parquet_format, "_ROW_GROUP_ROWS", 1000)
+    path = tmp_path / "big.parquet"
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET, codec="SNAPPY")).open(path)
+    sizes = []
+    for start in range(0, 5000, 250):
+        assert writer.write(orders(250, start)) == 250
+        sizes.append(writer.bytes_written)
+    writer.close()
+    assert sizes == sorted(sizes)
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 5
+    assert meta.num_rows == 5000
+    assert pq.read_table(path, columns=["id"]).column("id").to_pylist() == list(range(5000))
+
+
+def test_envelope(tmp_path: Path) -> None:
+    recs = [*orders(4), record(9, None, key="k9", key_schema="string", timestamp=None)]
+    paths = write_rolling(
+        tmp_path, FormatSettings(format=StoreFormat.PARQUET, envelope=EnvelopeFields()), recs
+    )
+    assert len(paths) == 1, "different header sets and a tombstone must not roll the file"
+    table = pq.read_table(paths[0])
+    assert table.column_names == ["key", "value", "headers", "metadata"]
+    rows = table.to_pylist()
+    assert [r["key"] for r in rows] == ["key-0", "key-1", None, "key-3", "k9"]
+    assert rows[3]["headers"] == [
+        {"name": "trace-id", "value": "t3", "value_bytes": None},
+        {"name": "bin", "value": None, "value_bytes": b"\x00\xff"},
+        {"name": "trace-id", "value": "again", "value_bytes": None},
+    ]
+    assert rows[0]["metadata"] == {"timestamp": CREATED_MS, "topic": "orders", "partition": 0, "offset": 0}
+    assert rows[4]["value"] is None and rows[4]["metadata"]["timestamp"] is None
+    assert rows[0]["value"]["price"] == Decimal("12.34")
+
+
+def test_envelope_without_headers_and_metadata(tmp_path: Path) -> None:
+    fields = EnvelopeFields(headers=False, metadata=False)
+    paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.PARQUET, envelope=fields), orders(2))
+    assert pq.read_table(paths[0]).column_names == ["key", "value"]
+
+
+def test_schemaless_column_order_is_first_appearance(tmp_path: Path) -> None:
+    recs = [
+        record(0, {"z": 1, "a": "x", "tags": []}),
+        record(1, {"a": "y", "m": {"q": 1.5}, "z": 2.5, "tags": ["t"]}),
+        record(2, {"z": None}),
+    ]
+    paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.PARQUET), recs)
+    assert len(paths) == 1
+    table = pq.read_table(paths[0])
+    assert table.column_names == ["z", "a", "tags", "m"]
+    assert table.schema.field("z").type == pa.float64()
+    assert table.to_pylist() == [
+        {"z": 1.0, "a": "x", "tags": [], "m": None},
+        {"z": 2.5, "a": "y", "tags": ["t"], "m": {"q": 1.5}},
+        {"z": None, "a": None, "tags": None, "m": None},
+    ]
+
+
+def test_primitive_values_go_to_a_value_column(tmp_path: Path) -> None:
+    recs = [record(i, i * 10, schema="long") for i in range(3)]
+    paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.PARQUET), recs)
+    assert pq.read_table(paths[0]).to_pylist() == [{"value": 0}, {"value": 10}, {"value": 20}]
+
+
+def test_multi_type_union_is_rejected_with_a_message(tmp_path: Path) -> None:
+    schema = {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["null", "string", "long"]}]}
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(tmp_path / "u.parquet")
+    with pytest.raises(RecordFormatError, match="several non-null types"):
+        writer.write([record(0, {"u": "x"}, schema=schema)])
+    writer.abort()
+
+
+def test_bad_value_names_the_record_and_keeps_the_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "b.parquet"
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(path)
+    good = orders(3)
+    with pytest.raises(RecordFormatError, match="offset 7") as info:
+        writer.write([good[0], good[1], record(7, {**good[2].value, "id": "x"}, schema=ORDER_SCHEMA)])
+    assert info.value.index == 2
+    assert writer.record_count == 2
+    writer.close()
+    assert pq.read_table(path).column("id").to_pylist() == [0, 1]
+
+
+def test_tombstone_without_envelope_is_a_clear_error(tmp_path: Path) -> None:
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(tmp_path / "t.parquet")
+    with pytest.raises(RecordFormatError, match="tombstone"):
+        writer.write([record(0, None, schema=ORDER_SCHEMA)])
+    writer.close()
+    assert pq.read_table(tmp_path / "t.parquet").num_rows == 0
