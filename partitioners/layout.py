@@ -51,10 +51,21 @@ class ParsedKey:
         return self.partition_values
 
 
-def is_data_key(key: str) -> bool:
+def is_data_key(key: str, prefix: str = "") -> bool:
     """False for keys that can never be committed data: any segment empty, or starting with ``.``
     or ``_`` (``.indexes/``, ``.temp-upload/``, staging, ``_SUCCESS``). Escaping guarantees that no
-    data segment starts with either, so this never hides a data file."""
+    data segment starts with either, so this never hides a data file.
+
+    Args:
+        key: the object key inside the bucket.
+        prefix: the plan's prefix; its own segments are the user's choice (``_archive`` is a valid
+            prefix), so only what follows it is checked. A key outside the prefix is not data.
+    """
+    prefix = prefix.strip("/")
+    if prefix:
+        if not key.startswith(prefix + "/"):
+            return False
+        key = key[len(prefix) + 1 :]
     if not key or key.endswith("/"):
         return False
     return not any(not segment or is_hidden_segment(segment) for segment in key.split("/"))
@@ -111,9 +122,12 @@ class _Decoder:
         return tuple(out)
 
     def parse(self, key: str) -> ParsedKey | None:
-        if not is_data_key(key) or not key.startswith(self.base):
+        if not key.startswith(self.base):
             return None
-        *dirs, name = key[len(self.base) :].split("/")
+        rest = key[len(self.base) :]
+        if not is_data_key(rest):
+            return None
+        *dirs, name = rest.split("/")
         if self.plan.naming == FileNaming.CONFLUENT:
             parsed = self._confluent(dirs, name)
         elif self.plan.partition_by == ():

@@ -107,3 +107,14 @@ def test_wildcard_source_accepts_any_topic():
     parsed = parse_key(plan(source="*"), "streamReactorBackups/orders/0/000000000005_1_2.avro")
     assert parsed is not None
     assert parsed.topic == "orders"
+
+
+def test_prefix_segments_may_look_hidden():
+    p = plan(prefix="_archive/.v1")
+    key = "_archive/.v1/myTopic/1/000000000001_0_1.json"
+    assert parse_key(p, key) is not None
+    assert is_data_key(key, prefix="_archive/.v1")
+    assert not is_data_key(key)
+    assert not is_data_key("_archive/.v1/.indexes/x", prefix="_archive/.v1")
+    assert not is_data_key("elsewhere/myTopic/1/x.json", prefix="_archive/.v1")
+    assert parse_key(p, "_archive/.v1/.temp-upload/myTopic/1/000000000001_0_1.json") is None
