@@ -61,6 +61,13 @@ EXPECTED = {
 }
 
 
+_OFFSET_BY_NAME = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 6}
+
+
+def _csv_id(text: str) -> Any:
+    return int(text) if text.isdigit() else text
+
+
 def _ids_avro(path: Path) -> list[Any]:
     with path.open("rb") as fh:
         return list(fastavro.reader(fh))
@@ -119,6 +126,10 @@ def test_decisions_are_cached_per_schema_object() -> None:
     other = json.loads(json.dumps(V2_ADDED))
     assert evo.decide(other) is Decision.ROLL
     assert evo._cache[id(other)][1] is Decision.ROLL
+
+
+def _enum(*symbols: str) -> dict[str, Any]:
+    return {"type": "enum", "name": "E", "symbols": list(symbols)}
 
 
 @pytest.mark.parametrize(
