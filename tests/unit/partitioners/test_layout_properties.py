@@ -28,11 +28,11 @@ PADDINGS = st.one_of(
     st.just(Padding()),
     st.builds(
         Padding,
-        type=st.sampled_from(["LeftPad", "NoOp"]),
-        char=st.sampled_from(["0", "x", "_", "#", "/"]),
+        type=st.sampled_from(["LeftPad", "RightPad", "NoOp"]),
+        char=st.sampled_from(["0", "x", "_", "#", "/", " "]),
         offset=st.one_of(st.none(), st.integers(1, 20)),
         partition=st.one_of(st.none(), st.integers(1, 20)),
-    ),
+    ).filter(lambda p: not (p.type == "RightPad" and p.char == "0")),  # 1 vs 10000: ambiguous by nature
 )
 PREFIXES = st.sampled_from(["", "streamReactorBackups", "a/b/c", "with space/and+plus"])
 
