@@ -154,7 +154,8 @@ def _describe(schema: Any) -> str:
 
 
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_ESCAPE = re.compile(r"[^A-Za-z0-9_]|_(?=x[0-9A-F]{2,6}_)")
+_ESCAPE = re.compile(r"[^A-Za-z0-9_]|_(?=x(?:[0-9A-F]{2,6})?_)")
+_LOOKS_ESCAPED = re.compile(r"_x(?:[0-9A-F]{2,6})?_")
 _UNESCAPE = re.compile(r"_x([0-9A-F]{2,6})_")
 
 
@@ -163,10 +164,10 @@ def sanitize_name(name: str) -> str:
 
     Valid names are returned unchanged. Otherwise every character outside ``[A-Za-z0-9_]`` becomes
     ``_x<HEX>_`` (its code point, upper-case hex), as does a ``_`` that would otherwise read as the
-    start of such an escape; a leading digit gets a ``_x3n_`` style escape too. ``"trace-id"`` ->
+    start of such an escape (or of ``_x_``, the empty name); a leading digit is escaped too. ``"trace-id"`` ->
     ``"trace_x2D_id"``, ``"1st"`` -> ``"_x31_st"``, ``""`` -> ``"_x_"``.
     """
-    if _VALID_NAME.match(name) and not _UNESCAPE.search(name):
+    if _VALID_NAME.match(name) and not _LOOKS_ESCAPED.search(name):
         return name
     if not name:
         return "_x_"
