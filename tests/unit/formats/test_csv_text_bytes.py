@@ -63,7 +63,7 @@ def test_csv_schemaless_subset_stays_in_file_under_backward(tmp_path: Path) -> N
 @pytest.mark.parametrize("value", [None, "text", 5, [1]])
 def test_csv_needs_a_struct(tmp_path: Path, value: object) -> None:
     writer = get_format(FormatSettings(format=StoreFormat.CSV)).open(tmp_path / "x.csv")
-    with pytest.raises(RecordFormatError, match="needs a struct value.*offset 4"):
+    with pytest.raises(RecordFormatError, match=r"needs a struct value.*offset 4"):
         writer.write([record(4, value)])
     writer.abort()
 
