@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kcql.errors import ConfigError
@@ -31,14 +31,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MISSING = "[missing]"
-"""Lenses renders an absent PARTITIONBY field as this literal; the reader shows it as NULL."""
-
 
 @dataclass(frozen=True, slots=True)
 class PartitionColumn:
     """A PARTITIONBY field exposed as a column."""
 
+    index: int
+    """Position in the PARTITIONBY list (and in :attr:`DataFile.values`)."""
     display_name: str
     """The name in the layout (``a.b``, ``date``)."""
     column: str
@@ -56,7 +55,8 @@ class DataFile:
     size: int
     topic: str
     partition: int
-    values: dict[str, str | None] = field(default_factory=dict)
+    values: tuple[str | None, ...] = ()
+    """PARTITIONBY values in PARTITIONBY order, unescaped; ``None`` where Lenses wrote ``[missing]``."""
     first_offset: int | None = None
     last_offset: int | None = None
     min_timestamp: int | None = None
@@ -150,15 +150,19 @@ def partition_columns(
     files = list(files)
     used = {t.lower() for t in taken} | {"_topic", "_partition"}
     cols: list[PartitionColumn] = []
-    for f in plan.partition_by or ():
-        column = sanitize_identifier(f.display_name)
+    for index, f in enumerate(plan.partition_by or ()):
+        column = base = sanitize_identifier(f.display_name)
         if column.lower() in used:
-            column = f"part_{column}"
+            column = base = f"part_{base}"
+        n = 2
+        while column.lower() in used:
+            column, n = f"{base}_{n}", n + 1
         used.add(column.lower())
-        values = [df.values.get(f.display_name) for df in files]
-        present = [v for v in values if v is not None]
+        present = [
+            df.values[index] for df in files if index < len(df.values) and df.values[index] is not None
+        ]
         integer = f.kind == "partition" or (bool(present) and all(_is_int(v) for v in present))
-        cols.append(PartitionColumn(f.display_name, column, f.kind, integer))
+        cols.append(PartitionColumn(index, f.display_name, column, f.kind, integer))
     return cols
 
 
@@ -175,12 +179,7 @@ def list_files(
     topic-partition lists only that directory.
     """
     store = open_store(storage)
-    prefix = plan.prefix + "/" if plan.prefix else ""
-    if plan.partition_by == () and plan.naming.value == "lenses" and topic is not None:
-        prefix += f"topic={topic}/" if plan.include_keys else f"{topic}/"
-        if partition is not None:
-            part = plan.padding.pad_partition(partition)
-            prefix += f"partition={part}/" if plan.include_keys else f"{part}/"
+    prefix = _layout.listing_prefix(plan, topic)
     files: list[DataFile] = []
     for obj in store.list(plan.bucket, prefix):
         if not _layout.is_data_key(obj.key):
@@ -194,14 +193,13 @@ def list_files(
             continue
         if not plan.matches_topic(info.topic):
             continue
-        values = {k: (None if v == MISSING else v) for k, v in info.values.items()}
         files.append(
             DataFile(
                 key=obj.key,
                 size=obj.size,
                 topic=info.topic,
                 partition=info.partition,
-                values=values,
+                values=info.values,
                 first_offset=info.first_offset,
                 last_offset=info.last_offset,
                 min_timestamp=info.min_timestamp,

@@ -76,7 +76,7 @@ def file_columns(f: DataFile, pcols: Sequence[PartitionColumn]) -> dict[str, Any
         "_file": f.key,
     }
     for c in pcols:
-        value = f.values.get(c.display_name)
+        value = f.values[c.index] if c.index < len(f.values) else None
         if c.integer and value is not None:
             try:
                 row[c.column] = int(value)
@@ -147,6 +147,10 @@ def _is_text_match(flt: Filter) -> bool:
     return False
 
 
+def _value_at(f: DataFile, col: PartitionColumn) -> str | None:
+    return f.values[col.index] if col.index < len(f.values) else None
+
+
 def _text_matches(flt: Filter, rendered: str | None) -> bool:
     """Whether a file whose directory shows ``rendered`` can hold rows passing ``flt``."""
     if isinstance(flt, EqualTo):
@@ -203,7 +207,7 @@ class _Reader(DataSourceReader):
             f
             for f in files
             if all(_matches(flt, file_columns(f, self.pcols)) for flt in self.filters)
-            and all(_text_matches(flt, f.values.get(col.display_name)) for flt, col in self.derived)
+            and all(_text_matches(flt, _value_at(f, col)) for flt, col in self.derived)
         ]
         log.debug("view %s: %d of %d files after pruning", self.spec.name, len(selected), len(files))
         if self.scan_log:

@@ -189,9 +189,7 @@ def _native_frame(spark: SparkSession, spec: ViewSpec, files: Sequence[DataFile]
     pcols: list[PartitionColumn] = partition_columns(plan, files, taken=schema.fieldNames())
     groups: dict[tuple[Any, ...], list[DataFile]] = {}
     for f in files:
-        groups.setdefault(
-            (f.topic, f.partition, tuple(sorted(f.values.items(), key=lambda kv: kv[0]))), []
-        ).append(f)
+        groups.setdefault((f.topic, f.partition, f.values), []).append(f)
     branches = []
     for members in groups.values():
         consts = file_columns(members[0], pcols)

@@ -277,3 +277,61 @@ def expected(p: SinkPlan, read: Callable[[str], bytes], keys: Iterable[str]) -> 
             total += int(row.get("id", 0))
             names.add(row["name"])
     return {"count": count, "sum_id": total, "names": names, "keys": rkeys}
+
+
+def sink_record(p: SinkPlan, r: Rec):  # noqa: ANN201
+    """The SinkRecord the sink would hand the writers for ``r`` under ``p``'s format."""
+    from sink.record import SinkRecord  # noqa: PLC0415 - tests only; spark_reader never imports sink
+
+    value, schema = r.value, VALUE_SCHEMA
+    if p.format == StoreFormat.TEXT:
+        value, schema = r.value["name"], "string"
+    elif p.format == StoreFormat.BYTES:
+        value, schema = json.dumps(r.value).encode(), "bytes"
+    return SinkRecord(
+        topic=r.topic,
+        partition=r.partition,
+        offset=r.offset,
+        timestamp=r.timestamp,
+        key=r.key,
+        value=value,
+        headers=(("h", f"x{r.offset % 2}"),),
+        key_schema="string",
+        value_schema=schema,
+    )
+
+
+def write_with_sink_libs(
+    p: SinkPlan, recs: Iterable[Rec], put: Callable[[str, bytes], None], staging, *, per_file: int = 4  # noqa: ANN001
+) -> list[str]:
+    """Write committed files with the project's own writers: ``partitioners`` paths and names,
+    ``formats`` encoders. Returns the data keys. ``staging`` is a scratch directory."""
+    from formats import FormatSettings, get_format  # noqa: PLC0415
+    from partitioners import FileMeta, Partitioner, object_key  # noqa: PLC0415
+
+    fmt = get_format(FormatSettings(format=p.format, codec=p.compression_codec or "UNCOMPRESSED", envelope=p.envelope))
+    part = Partitioner(p)
+    keys = []
+    for n, chunk in enumerate(group(p, recs, per_file)):
+        srecs = [sink_record(p, r) for r in chunk]
+        path = staging / f"{p.prefix}-{n}.tmp"
+        writer = fmt.open(path)
+        assert writer.write(srecs) == len(srecs)
+        writer.close()
+        ts = [r.timestamp for r in chunk]
+        meta = FileMeta(
+            topic=chunk[0].topic,
+            partition=chunk[0].partition,
+            path=part.path_for(srecs[0]),
+            first_offset=chunk[0].offset,
+            last_offset=chunk[-1].offset,
+            min_timestamp=min(ts),
+            max_timestamp=max(ts),
+            record_count=len(chunk),
+            extension=fmt.extension,
+        )
+        key = object_key(p, meta)
+        put(key, path.read_bytes())
+        path.unlink()
+        keys.append(key)
+    return keys

@@ -1,0 +1,1 @@
+"""``kcql-sink`` subcommands: one module per command, each with ``register(subparsers)``."""

@@ -1,0 +1,60 @@
+"""Build the SparkSession the ``kcql-sink sql`` command queries with.
+
+Local mode by default; ``--master`` picks any Spark master and ``SPARK_REMOTE`` a Spark Connect
+server, with the same views either way (the Python data source works over Connect too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from kcql.errors import SinkError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SparkUnavailableError", "build_session"]
+
+log = logging.getLogger(__name__)
+
+
+class SparkUnavailableError(SinkError):
+    """PySpark is not installed or the JVM could not start."""
+
+
+def build_session(master: str | None = None, app_name: str = "kcql-sink sql") -> SparkSession:
+    """A session for one command run: quiet, no UI, UTC, Python workers on this interpreter.
+
+    Raises:
+        SparkUnavailableError: PySpark missing, or Java not found / failing to start.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SparkUnavailableError(
+            "PySpark is not installed; install the 'spark' extra: pip install 'kcql-sink[spark]'"
+        ) from exc
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not os.environ.get("SPARK_REMOTE"):
+        builder = builder.master("local[*]").config("spark.ui.enabled", "false")
+    builder = builder.config("spark.sql.session.timeZone", "UTC").config(
+        "spark.ui.showConsoleProgress", "false"
+    )
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:
+        raise SparkUnavailableError(
+            f"could not start Spark ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+            "is Java 17 or 21 installed (JAVA_HOME)?"
+        ) from exc
+    with contextlib.suppress(Exception):  # Spark Connect sessions have no SparkContext
+        session.sparkContext.setLogLevel("ERROR")
+    return session
