@@ -73,6 +73,10 @@ def envelope_avro_schema(
 ) -> dict[str, Any]:
     """The Avro record schema of an envelope row, given the (already known) key and value schemas."""
     out: list[dict[str, Any]] = []
+    if fields.key and fields.value and key_schema is not None and value_schema is not None:
+        defined: dict[str, Any] = {}
+        _dedupe_names(key_schema, "", defined, rename=False)
+        value_schema = _dedupe_names(value_schema, "", defined, rename=True)
     if fields.key:
         out.append({"name": "key", "type": make_nullable(key_schema or "null"), "default": None})
     if fields.value:
@@ -82,6 +86,43 @@ def envelope_avro_schema(
     if fields.metadata:
         out.append({"name": "metadata", "type": METADATA_SCHEMA})
     return {"type": "record", "name": "Envelope", "namespace": "kcql_sink.envelope", "fields": out}
+
+
+def _dedupe_names(schema: Any, namespace: str, defined: dict[str, Any], rename: bool) -> Any:
+    """Make the value schema's named types coexist with the key schema's in one Avro schema.
+
+    Avro forbids defining a name twice. A type the key schema already defines identically becomes a
+    reference; a different type with the same name moves to the ``kcql_sink.value`` namespace
+    (names only: the data is unchanged).
+    """
+    if isinstance(schema, list):
+        return [_dedupe_names(b, namespace, defined, rename) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind in ("record", "error", "enum", "fixed"):
+        name = schema["name"]
+        ns = name.rsplit(".", 1)[0] if "." in name else schema.get("namespace", namespace)
+        full = name if "." in name else (f"{ns}.{name}" if ns else name)
+        if rename and full in defined:
+            if defined[full] == schema:
+                return full
+            ns = f"kcql_sink.value.{ns}" if ns else "kcql_sink.value"
+            short = name.rsplit(".", 1)[-1]
+            schema = {**schema, "name": short, "namespace": ns}
+            full = f"{ns}.{short}"
+        defined[full] = schema
+        if "fields" in schema:
+            fields = [{**f, "type": _dedupe_names(f["type"], ns, defined, rename)} for f in schema["fields"]]
+            schema = {**schema, "fields": fields}
+        return schema
+    if kind == "array":
+        return {**schema, "items": _dedupe_names(schema["items"], namespace, defined, rename)}
+    if kind == "map":
+        return {**schema, "values": _dedupe_names(schema["values"], namespace, defined, rename)}
+    if isinstance(kind, dict | list):
+        return {**schema, "type": _dedupe_names(kind, namespace, defined, rename)}
+    return schema
 
 
 def header_entries(headers: Headers) -> list[dict[str, Any]]:

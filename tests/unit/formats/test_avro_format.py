@@ -162,3 +162,28 @@ def test_primitive_value_schema(tmp_path: Path) -> None:
     recs = [record(i, f"s{i}", schema="string") for i in range(3)]
     paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.AVRO), recs)
     assert _read(paths[0])[1] == ["s0", "s1", "s2"]
+
+
+def test_key_and_value_sharing_a_record_name(tmp_path: Path) -> None:
+    key_schema = {
+        "type": "record",
+        "name": "Id",
+        "namespace": "shop",
+        "fields": [{"name": "id", "type": "long"}],
+    }
+    clash = {
+        "type": "record",
+        "name": "Id",
+        "namespace": "shop",
+        "fields": [{"name": "id", "type": "string"}],
+    }
+    recs = [
+        record(0, {"id": 1}, schema=key_schema, key={"id": 1}, key_schema=key_schema),
+    ]
+    paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.AVRO, envelope=EnvelopeFields()), recs)
+    assert [(r["key"], r["value"]) for r in _read(paths[0])[1]] == [({"id": 1}, {"id": 1})]
+    recs = [record(0, {"id": "a"}, schema=clash, key={"id": 1}, key_schema=key_schema)]
+    out = tmp_path / "clash"
+    out.mkdir()
+    paths = write_rolling(out, FormatSettings(format=StoreFormat.AVRO, envelope=EnvelopeFields()), recs)
+    assert [(r["key"], r["value"]) for r in _read(paths[0])[1]] == [({"id": 1}, {"id": "a"})]
