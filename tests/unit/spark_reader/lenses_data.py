@@ -19,8 +19,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kcql.model import EnvelopeFields, PartitionField, SinkPlan, StoreFormat
+from partitioners import escape
 
-REGIONS = ("eu", "us", "ap south")
+REGIONS = ("eu", "us", "ap/south %east")
+"""The third needs escaping (``/``, ``%``) and contains a space, which is kept."""
 
 VALUE_SCHEMA = {
     "type": "record",
@@ -89,7 +91,7 @@ def _dir_value(rec: Rec, f: PartitionField) -> str:
         return str(rec.partition)
     if f.kind == "topic":
         return rec.topic
-    return str(rec.value[f.path[0]])
+    return escape(str(rec.value[f.path[0]]))
 
 
 def file_key(p: SinkPlan, recs: list[Rec], ext: str) -> str:
@@ -224,12 +226,19 @@ def write_all(
         put(key, data)
         keys.append(key)
     if litter and keys:
-        put(".indexes/conn/.locks/Topic(orders)/0.lock", b'{"owner":"x","committedOffset":3}')
-        half = data[: max(1, len(data) // 2)]
-        put(f".temp-upload/Topic(orders)/0/deadbeef{keys[0]}", half)
-        d = keys[0].rsplit("/", 1)[0]
-        put(f"{d}/.staging-{ext}", half)
+        add_litter(put, keys)
     return keys
+
+
+def add_litter(put: Callable[[str, bytes], None], keys: list[str]) -> None:
+    """What a live sink leaves beside its data: index/lock objects, a half-uploaded temp object
+    and a hidden staging file (in a data directory). A reader must show none of them."""
+    half = b"PAR1\x00half-a-file"
+    put(".indexes/conn/.locks/Topic(orders)/0.lock", b'{"owner":"x","committedOffset":3}')
+    put(f".temp-upload/Topic(orders)/0/deadbeef{keys[0]}", half)
+    d = keys[0].rsplit("/", 1)[0] if "/" in keys[0] else ""
+    put(f"{d}/.staging-1" if d else ".staging-1", half)
+    put(f"{d}/_tmp/x" if d else "_tmp/x", half)
 
 
 def local_put(root) -> Callable[[str, bytes], None]:
@@ -279,9 +288,9 @@ def expected(p: SinkPlan, read: Callable[[str], bytes], keys: Iterable[str]) -> 
     return {"count": count, "sum_id": total, "names": names, "keys": rkeys}
 
 
-def sink_record(p: SinkPlan, r: Rec):  # noqa: ANN201
+def sink_record(p: SinkPlan, r: Rec):
     """The SinkRecord the sink would hand the writers for ``r`` under ``p``'s format."""
-    from sink.record import SinkRecord  # noqa: PLC0415 - tests only; spark_reader never imports sink
+    from sink.record import SinkRecord  # tests only: spark_reader never imports sink
 
     value, schema = r.value, VALUE_SCHEMA
     if p.format == StoreFormat.TEXT:
@@ -302,14 +311,15 @@ def sink_record(p: SinkPlan, r: Rec):  # noqa: ANN201
 
 
 def write_with_sink_libs(
-    p: SinkPlan, recs: Iterable[Rec], put: Callable[[str, bytes], None], staging, *, per_file: int = 4  # noqa: ANN001
+    p: SinkPlan, recs: Iterable[Rec], put: Callable[[str, bytes], None], staging, *, per_file: int = 4
 ) -> list[str]:
     """Write committed files with the project's own writers: ``partitioners`` paths and names,
     ``formats`` encoders. Returns the data keys. ``staging`` is a scratch directory."""
-    from formats import FormatSettings, get_format  # noqa: PLC0415
-    from partitioners import FileMeta, Partitioner, object_key  # noqa: PLC0415
+    from formats import FormatSettings, get_format
+    from partitioners import FileMeta, Partitioner, object_key
 
-    fmt = get_format(FormatSettings(format=p.format, codec=p.compression_codec or "UNCOMPRESSED", envelope=p.envelope))
+    codec = p.compression_codec or "UNCOMPRESSED"
+    fmt = get_format(FormatSettings(format=p.format, codec=codec, envelope=p.envelope))
     part = Partitioner(p)
     keys = []
     for n, chunk in enumerate(group(p, recs, per_file)):
@@ -334,4 +344,6 @@ def write_with_sink_libs(
         put(key, path.read_bytes())
         path.unlink()
         keys.append(key)
+    if keys:
+        add_litter(put, keys)
     return keys
