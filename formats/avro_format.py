@@ -100,7 +100,7 @@ class AvroWriter(StagingWriter):
             first = self._pending_records[0]
             raise RecordFormatError(f"the record's Avro schema cannot be used: {exc}", first, 0) from exc
         self._writer = Writer(
-            self._file,
+            self._file,  # type: ignore[arg-type]  # a binary file-like object, all fastavro needs
             parsed,
             codec=self._codec,
             sync_interval=_SYNC_INTERVAL,
@@ -141,10 +141,12 @@ class AvroWriter(StagingWriter):
         if self._writer is None:
             if not self._pending:
                 # an empty file still gets a valid header so readers do not choke
-                self._writer = Writer(self._file, fastavro.parse_schema("null"), codec=self._codec)
+                empty = fastavro.parse_schema("null")
+                self._writer = Writer(self._file, empty, codec=self._codec)  # type: ignore[arg-type]
             else:
                 self._open()
-        self._writer.flush()
+        if self._writer is not None:
+            self._writer.flush()
 
 
 def _renamed(row: Any, parts: tuple[str, ...]) -> Any:

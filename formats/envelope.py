@@ -127,7 +127,7 @@ def _dedupe_names(schema: Any, namespace: str, defined: dict[str, Any], rename: 
 
 def header_entries(headers: Headers) -> list[dict[str, Any]]:
     """Headers as the fixed AVRO/PARQUET entry type: ``[{name, value, value_bytes}, ...]``."""
-    entries = []
+    entries: list[dict[str, Any]] = []
     for name, value in headers:
         if value is None or isinstance(value, str):
             entries.append({"name": name, "value": value, "value_bytes": None})

@@ -65,9 +65,11 @@ def test_large_file_is_written_in_several_blocks(tmp_path: Path) -> None:
     assert sum(b.num_records for b in blocks) == 6000
 
 
-def test_envelope_keeps_keys_headers_nulls_and_metadata(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec", supported_codecs(StoreFormat.AVRO))
+def test_envelope_keeps_keys_headers_nulls_and_metadata(tmp_path: Path, codec: str) -> None:
     recs = [*orders(4), record(9, None, key="k9", key_schema="string", timestamp=None)]
-    paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.AVRO, envelope=EnvelopeFields()), recs)
+    settings = FormatSettings(format=StoreFormat.AVRO, codec=codec, envelope=EnvelopeFields())
+    paths = write_rolling(tmp_path, settings, recs)
     assert len(paths) == 1, "different header sets and a tombstone must not roll the file"
     _, rows = _read(paths[0])
     assert [r["key"] for r in rows] == ["key-0", "key-1", None, "key-3", "k9"]

@@ -9,9 +9,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from formats import FormatSettings, RecordFormatError, extension_for, get_format
 from formats.base import FormatError
+from formats.json_values import dumps
 from kcql.model import EnvelopeFields, StoreFormat
 from tests.unit.formats.records import CREATED_MS, DAY_DAYS, order, orders, record
 
@@ -150,3 +153,36 @@ def test_extensions_and_codec_validation() -> None:
         get_format(FormatSettings(format=StoreFormat.JSON, codec="SNAPPY"))
     with pytest.raises(FormatError, match="out of range"):
         get_format(FormatSettings(format=StoreFormat.JSON, codec="GZIP", level=12))
+
+
+_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.decimals(allow_nan=False, allow_infinity=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+_values = st.recursive(
+    _leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+)
+
+
+def _numbers_as_decimals(value: object) -> object:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, int | Decimal):
+        return Decimal(value)
+    if isinstance(value, dict):
+        return {k: _numbers_as_decimals(v) for k, v in value.items()}
+    return [_numbers_as_decimals(v) for v in value]
+
+
+@given(_values)
+def test_dumps_is_one_line_of_json_with_decimals_as_exact_numbers(value: object) -> None:
+    text = dumps(value)
+    assert "\n" not in text and "\r" not in text
+    parsed = json.loads(text, parse_float=Decimal, parse_int=Decimal)
+    assert parsed == _numbers_as_decimals(value)

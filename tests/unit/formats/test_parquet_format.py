@@ -63,11 +63,11 @@ def test_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert pq.read_table(path, columns=["id"]).column("id").to_pylist() == list(range(5000))
 
 
-def test_envelope(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec", supported_codecs(StoreFormat.PARQUET))
+def test_envelope(tmp_path: Path, codec: str) -> None:
     recs = [*orders(4), record(9, None, key="k9", key_schema="string", timestamp=None)]
-    paths = write_rolling(
-        tmp_path, FormatSettings(format=StoreFormat.PARQUET, envelope=EnvelopeFields()), recs
-    )
+    settings = FormatSettings(format=StoreFormat.PARQUET, codec=codec, envelope=EnvelopeFields())
+    paths = write_rolling(tmp_path, settings, recs)
     assert len(paths) == 1, "different header sets and a tombstone must not roll the file"
     table = pq.read_table(paths[0])
     assert table.column_names == ["key", "value", "headers", "metadata"]
