@@ -33,9 +33,10 @@ class KeyInfo:
     extension: str = ""
 
 
-def is_data_key(key: str) -> bool:
-    """Whether ``key`` can be a committed data file (not staging, temp-upload or index objects)."""
-    return _is_data_key(key)
+def is_data_key(plan: SinkPlan, key: str) -> bool:
+    """Whether ``key`` can be a committed data file of ``plan`` (not staging, temp-upload or index
+    objects); the plan's own prefix may start with ``_`` or ``.``, so only what follows it counts."""
+    return _is_data_key(key, base_prefix(plan))
 
 
 def _opt(value: int | None) -> int | None:

@@ -182,7 +182,7 @@ def list_files(
     prefix = _layout.listing_prefix(plan, topic)
     files: list[DataFile] = []
     for obj in store.list(plan.bucket, prefix):
-        if not _layout.is_data_key(obj.key):
+        if not _layout.is_data_key(plan, obj.key):
             continue
         info = _layout.parse_key(plan, obj.key)
         if info is None:

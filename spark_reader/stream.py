@@ -24,13 +24,15 @@ log = logging.getLogger(__name__)
 
 
 def record_offsets(
-    f: DataFile, count: int, rows: Sequence[dict[str, Any]], envelope: bool
+    f: DataFile, count: int, rows: Sequence[dict[str, Any]], envelope: bool, contiguous: bool = True
 ) -> list[int | None]:
     """Each record's Kafka offset, as exactly as the file tells it.
 
     Envelope files carry ``metadata.offset``. Otherwise the key gives the last offset (Lenses) or
-    the first (Confluent); the others are inferred assuming consecutive offsets, which holds for
-    uncompacted topics. When the known range contradicts the count, only the known end is given.
+    the first (Confluent); when a file holds a topic-partition's consecutive records
+    (``contiguous``: no PARTITIONBY) the others are inferred, which holds for uncompacted topics.
+    When the known range contradicts the count, or PARTITIONBY spread the offsets over several
+    directories, only the known end is given (the others are ``None``).
     """
     if envelope:
         out: list[int | None] = []
@@ -40,6 +42,10 @@ def record_offsets(
             out.append(int(off) if off is not None else None)
         return out
     first, last = f.first_offset, f.last_offset
+    if not contiguous:
+        if last is not None:
+            return [None] * (count - 1) + [last] if count else []
+        return [first] + [None] * (count - 1) if count and first is not None else [None] * count
     if first is not None and last is not None:
         if last - first + 1 == count:
             return list(range(first, last + 1))
@@ -56,7 +62,7 @@ def _emit(spec: ViewSpec, f: DataFile, from_offset: int | None) -> Iterator[dict
     data = open_store(spec.storage).read(plan.bucket, f.key)
     rows = read_table(data, plan.format, name=f"{plan.bucket}/{f.key}").to_pylist()
     envelope = plan.envelope is not None
-    offsets = record_offsets(f, len(rows), rows, envelope)
+    offsets = record_offsets(f, len(rows), rows, envelope, contiguous=not plan.partition_by)
     for row, offset in zip(rows, offsets, strict=True):
         if from_offset is not None and offset is not None and offset < from_offset:
             continue
