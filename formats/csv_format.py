@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from formats._file import StagingWriter
+from formats.avro_schemas import non_null_branch
 from formats.base import FileFormat, FormatSettings, FormatWriter, RecordFormatError
 from formats.codecs import check_codec, extension_for
 from formats.json_values import dumps
@@ -77,8 +78,9 @@ class CsvWriter(StagingWriter):
     def _fits(self, record: SinkRecord, value: dict[str, Any]) -> bool:
         schema = record.value_schema
         if self._columns is None:
-            if schema is not None and isinstance(schema, dict) and schema.get("type") == "record":
-                self._columns = tuple(f["name"] for f in schema["fields"])
+            inner = non_null_branch(schema)
+            if isinstance(inner, dict) and inner.get("type") == "record":
+                self._columns = tuple(f["name"] for f in inner["fields"])
                 self._schemaless = False
                 self._evolution.decide(schema)
             else:

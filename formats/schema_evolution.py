@@ -37,6 +37,9 @@ _PROMOTIONS = {
 }
 
 
+_CACHE_LIMIT = 256
+
+
 class Decision(Enum):
     SAME = "same"
     PROJECT = "project"
@@ -202,6 +205,8 @@ class SchemaEvolution:
         if hit is not None and hit[0] is schema:
             return hit[1]
         decision = self._decide(schema)
+        if len(self._cache) >= _CACHE_LIMIT:  # a converter that builds a schema object per record
+            self._cache.clear()
         self._cache[id(schema)] = (schema, decision)
         return decision
 

@@ -105,3 +105,10 @@ def test_bytes_rejects_structured_values(tmp_path: Path) -> None:
 def test_uncompressed_only(fmt: StoreFormat) -> None:
     with pytest.raises(FormatError, match="supported: UNCOMPRESSED"):
         get_format(FormatSettings(format=fmt, codec="GZIP"))
+
+
+def test_csv_nullable_record_schema_keeps_one_file(tmp_path: Path) -> None:
+    schema = ["null", {"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}]
+    recs = [record(i, {"a": i}, schema=schema) for i in range(3)]
+    paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.CSV_WITHHEADERS), recs)
+    assert [_csv_rows(p) for p in paths] == [[["a"], ["0"], ["1"], ["2"]]]
