@@ -101,6 +101,10 @@ class StagingWriter(FormatWriter):
             self._finish()
             self._file.fsync_close()
         except BaseException:
+            try:
+                self._abort_encoder()
+            except Exception:  # the original error is the one worth reporting
+                logger.debug("ignoring error while releasing %s", self.path, exc_info=True)
             self._file.close()
             raise
 

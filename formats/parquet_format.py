@@ -161,6 +161,11 @@ class ParquetWriter(StagingWriter):
     def _abort_encoder(self) -> None:
         self._batches = []
         self._pending = []
+        if self._writer is not None:
+            # pyarrow's ParquetWriter closes itself on garbage collection, writing into a file that
+            # is gone by then; close it now (the caller deletes the file anyway)
+            writer, self._writer = self._writer, None
+            writer.close()
 
 
 class ParquetFormat(FileFormat):

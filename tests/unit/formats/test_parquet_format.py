@@ -139,3 +139,15 @@ def test_tombstone_without_envelope_is_a_clear_error(tmp_path: Path) -> None:
         writer.write([record(0, None, schema=ORDER_SCHEMA)])
     writer.close()
     assert pq.read_table(tmp_path / "t.parquet").num_rows == 0
+
+
+def test_abort_after_a_row_group_releases_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parquet_format, "_ROW_GROUP_ROWS", 10)
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(tmp_path / "a.parquet")
+    assert writer.write(orders(25)) == 25
+    writer.abort()
+    writer.abort()  # idempotent
+    writer.close()  # a no-op after abort
+    import gc
+
+    gc.collect()
