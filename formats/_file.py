@@ -77,8 +77,11 @@ class StagingWriter(FormatWriter):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        # "xb": a staging path that already exists is a bug in the caller, never silently overwritten.
-        self._file = CountingFile(Path(path).open("xb"))  # noqa: SIM115 - closed by close()/abort()
+        path = Path(path)
+        # A staging file with content is never silently overwritten (that would be a caller bug);
+        # an empty one, as tempfile.mkstemp leaves it, is fine to reuse.
+        mode = "wb" if path.exists() and path.stat().st_size == 0 else "xb"
+        self._file = CountingFile(path.open(mode))  # closed by close()/abort()
         self._count = 0
         self._closed = False
 

@@ -93,3 +93,15 @@ def test_sanitize_is_valid_and_reversible(name: str) -> None:
     assert safe[0].isalpha() or safe[0] == "_"
     assert all(ch.isascii() and (ch.isalnum() or ch == "_") for ch in safe)
     assert desanitize_name(safe) == name
+
+
+@pytest.mark.parametrize("fmt", list(StoreFormat))
+def test_staging_file_rules(tmp_path, fmt: StoreFormat) -> None:
+    empty = tmp_path / "empty"
+    empty.touch()  # as tempfile.mkstemp leaves it
+    get_format(FormatSettings(format=fmt)).open(empty).abort()
+    full = tmp_path / "full"
+    full.write_bytes(b"data")
+    with pytest.raises(FileExistsError):
+        get_format(FormatSettings(format=fmt)).open(full)
+    assert full.read_bytes() == b"data"
