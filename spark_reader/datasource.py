@@ -91,11 +91,11 @@ def _matches(flt: Filter, row: dict[str, Any]) -> bool:
     """Evaluate a pushed filter against a file's constant columns (SQL semantics: NULL never matches)."""
     if isinstance(flt, Not):
         inner = flt.child
-        value = row.get(inner.attribute[0]) if hasattr(inner, "attribute") else None
+        value = row.get(getattr(inner, "attribute", ("",))[0])
         if value is None and not isinstance(inner, IsNull | IsNotNull):
             return False
         return not _matches(inner, row)
-    value = row.get(flt.attribute[0])
+    value = row.get(getattr(flt, "attribute", ("",))[0])
     if isinstance(flt, IsNull):
         return value is None
     if isinstance(flt, IsNotNull):

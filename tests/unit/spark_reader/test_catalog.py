@@ -98,7 +98,7 @@ def test_storage_settings_from_connect_keys() -> None:
         StorageSettings.from_config({"connect.storage": "local"})
     with pytest.raises(ConfigError, match=r"connect\.storage"):
         StorageSettings.from_config({"connect.storage": "gcs"})
-    with pytest.raises(ConfigError, match="secret.key"):
+    with pytest.raises(ConfigError, match=r"secret\.key"):
         StorageSettings.from_config({"connect.s3.aws.auth.mode": "Credentials"})
 
 
