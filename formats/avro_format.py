@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import fastavro
-from fastavro.validation import ValidationError
 from fastavro.write import Writer
 
 from formats._file import StagingWriter
@@ -66,6 +65,9 @@ class AvroWriter(StagingWriter):
         self._reported = 0
         self._writer: Any = None
         self._rename: tuple[str, ...] = ()
+        self._branches: tuple[tuple[str, str], ...] = ()
+        self._block: list[Any] = []
+        """Rows in fastavro's open block, to rebuild it if a row fails halfway through encoding."""
 
     def write(self, records: Sequence[SinkRecord]) -> int:
         rows: list[Any] = []
@@ -80,8 +82,8 @@ class AvroWriter(StagingWriter):
     def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
         if not rows:
             return
-        self._count += len(rows)
         if self._writer is None:
+            self._count += len(rows)
             self._pending.extend(rows)
             self._pending_records.extend(records)
             self._pending_bytes += sum(
@@ -99,33 +101,50 @@ class AvroWriter(StagingWriter):
         except Exception as exc:  # SchemaParseException and friends: the schema itself is unusable
             first = self._pending_records[0]
             raise RecordFormatError(f"the record's Avro schema cannot be used: {exc}", first, 0) from exc
+        self._branches = _record_branches(parsed) if self._rows.envelope is not None else ()
         self._writer = Writer(
             self._file,  # type: ignore[arg-type]  # a binary file-like object, all fastavro needs
             parsed,
             codec=self._codec,
             sync_interval=_SYNC_INTERVAL,
             compression_level=self._level,
-            # validate before encoding: a bad row must fail before it leaves partial bytes in the block
-            validator=True,
         )
         pending, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
+        self._count -= len(pending)
         self._encode(pending, records)
 
     def _encode(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
-        write = self._writer.write
-        rename = self._rename
+        writer = self._writer
+        write = writer.write
+        rename, branches, block = self._rename, self._branches, self._block
         for index, row in enumerate(rows):
             if rename:
                 row = _renamed(row, rename)
+            if branches:
+                row = dict(row)
+                for part, name in branches:
+                    if row[part] is not None:
+                        # name the union branch: fastavro otherwise tries each branch by validating
+                        row[part] = (name, row[part])
             try:
                 write(row)
-            except (ValidationError, ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
-                # the row does not match the writer schema (a converter bug or a value outside
-                # its type); validation runs before encoding, so the file stays intact
+            except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
+                # The row does not match the writer schema (a converter bug, a value outside its
+                # type). Its partial bytes are in the open block: rebuild the block from the rows
+                # that made it, so the file stays valid and the writer usable.
+                writer.io.clear()
+                writer.block_count = 0
+                for good in block:
+                    write(good)
                 raise RecordFormatError(
                     f"the value does not match its Avro schema: {exc}", records[index], index
                 ) from exc
+            self._count += 1
+            if writer.block_count == 0:  # fastavro just wrote the block out
+                block.clear()
+            else:
+                block.append(row)
 
     @property
     def bytes_written(self) -> int:
@@ -147,6 +166,18 @@ class AvroWriter(StagingWriter):
                 self._open()
         if self._writer is not None:
             self._writer.flush()
+
+
+def _record_branches(parsed: Any) -> tuple[tuple[str, str], ...]:
+    """``(field, record full name)`` for envelope fields typed ``["null", <record>]``."""
+    out = []
+    for field in parsed.get("fields", ()):
+        kind = field["type"]
+        if field["name"] in ("key", "value") and isinstance(kind, list) and len(kind) == 2:
+            branch = kind[1]
+            if isinstance(branch, dict) and branch.get("type") == "record":
+                out.append((field["name"], branch["name"]))
+    return tuple(out)
 
 
 def _renamed(row: Any, parts: tuple[str, ...]) -> Any:

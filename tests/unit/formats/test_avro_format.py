@@ -11,7 +11,16 @@ import pytest
 from formats import FormatSettings, RecordFormatError, get_format, supported_codecs
 from formats.schema_inference import desanitize_name
 from kcql.model import EnvelopeFields, StoreFormat
-from tests.unit.formats.records import CREATED, CREATED_MS, DAY, ORDER_SCHEMA, orders, record, write_rolling
+from tests.unit.formats.records import (
+    CREATED,
+    CREATED_MS,
+    DAY,
+    ORDER_SCHEMA,
+    order,
+    orders,
+    record,
+    write_rolling,
+)
 
 
 def _read(path: Path) -> tuple[dict, list[dict]]:
@@ -144,7 +153,8 @@ def test_tombstone_without_envelope_is_a_clear_error(tmp_path: Path) -> None:
 def test_value_not_matching_its_schema_fails_without_corrupting_the_file(tmp_path: Path) -> None:
     writer = get_format(FormatSettings(format=StoreFormat.AVRO)).open(tmp_path / "bad.avro")
     good = orders(3)
-    bad = record(3, {"id": "not a long"}, schema=ORDER_SCHEMA)
+    # fails at the last field, after the earlier fields were encoded into the open block
+    bad = record(3, order(3, attrs={"k": "not a long"}), schema=ORDER_SCHEMA)
     assert writer.write(good[:1]) == 1
     with pytest.raises(RecordFormatError, match="offset 3") as info:
         writer.write([good[1], bad, good[2]])
