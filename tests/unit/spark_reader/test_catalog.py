@@ -120,3 +120,27 @@ def test_view_names_are_sanitized_unique_and_overridable(tmp_path: Path) -> None
 def test_kcql_is_required(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"connect\.s3\.kcql"):
         view_specs({"connect.local.root": str(tmp_path)})
+
+
+def test_legacy_connector_padding_applies_to_offsets() -> None:
+    from spark_reader.catalog import _with_legacy_padding
+
+    p = ld.plan(StoreFormat.JSON, "default")
+    padded = _with_legacy_padding(
+        p, {"connect.s3.padding.strategy": "LeftPad", "connect.s3.padding.length": "20"}
+    )
+    assert padded.padding.pad_offset(7) == "7".rjust(20, "0")
+    assert _with_legacy_padding(p, {}) is p
+    with pytest.raises(ConfigError, match=r"padding\.strategy"):
+        _with_legacy_padding(p, {"connect.s3.padding.strategy": "Middle"})
+
+
+def test_files_that_do_not_match_the_layout_are_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer_plan = ld.plan(StoreFormat.JSON, "values")
+    ld.write_with_sink_libs(writer_plan, ld.records(), ld.local_put(tmp_path / "bkt"), tmp_path)
+    reader_plan = ld.plan(StoreFormat.JSON, "default")  # forgot the PARTITIONBY
+    with caplog.at_level("WARNING", logger="spark_reader.catalog"):
+        assert list_files(reader_plan, StorageSettings(kind="local", root=str(tmp_path))) == []
+    assert "do not match the layout" in caplog.text
