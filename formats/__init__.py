@@ -46,9 +46,14 @@ def get_format(settings: FormatSettings) -> FileFormat:
     """The :class:`FileFormat` for ``settings.format``, with codec and level validated.
 
     Raises:
-        FormatError: the codec or level is not valid for the format (the message lists the valid ones).
+        FormatError: the codec or level is not valid for the format (the message lists the valid
+            ones), or the envelope is asked for a format that cannot carry it.
     """
     fmt = StoreFormat(settings.format)
+    if settings.envelope is not None and not fmt.supports_envelope:
+        raise FormatError(
+            f"store.envelope is supported for STOREAS JSON, AVRO and PARQUET only, not {fmt.value}"
+        )
     factory = _REGISTRY.get(fmt)
     if factory is None:  # pragma: no cover - every StoreFormat is registered (tested)
         raise FormatError(f"STOREAS {fmt.value} has no writer")

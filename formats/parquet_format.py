@@ -11,6 +11,8 @@ column.
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +53,7 @@ class ParquetWriter(StagingWriter):
         self._reported = 0
         self._schema: pa.Schema | None = None
         self._wrap = False
+        self._uuids = False
         self._batches: list[pa.RecordBatch] = []
         self._batch_rows = 0
         self._batch_bytes = 0
@@ -88,12 +91,16 @@ class ParquetWriter(StagingWriter):
         except FormatError as exc:
             raise RecordFormatError(str(exc), self._pending_records[0], 0) from exc
         self._wrap = value_column_schema(avro)
+        # fastavro decodes uuid logical types to uuid.UUID, which Arrow will not take as a string
+        self._uuids = '"uuid"' in json.dumps(avro)
         rows, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
         self._count -= len(rows)
         self._convert(rows, records)
 
     def _convert(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+        if self._uuids:
+            rows = [_uuids_as_text(row) for row in rows]
         if self._wrap:
             rows = [{"value": row} for row in rows]
         try:
@@ -166,6 +173,16 @@ class ParquetWriter(StagingWriter):
             # is gone by then; close it now (the caller deletes the file anyway)
             writer, self._writer = self._writer, None
             writer.close()
+
+
+def _uuids_as_text(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _uuids_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_uuids_as_text(v) for v in value]
+    return value
 
 
 class ParquetFormat(FileFormat):

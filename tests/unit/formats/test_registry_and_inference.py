@@ -105,3 +105,13 @@ def test_staging_file_rules(tmp_path, fmt: StoreFormat) -> None:
     with pytest.raises(FileExistsError):
         get_format(FormatSettings(format=fmt)).open(full)
     assert full.read_bytes() == b"data"
+
+
+@pytest.mark.parametrize(
+    "fmt", [StoreFormat.CSV, StoreFormat.CSV_WITHHEADERS, StoreFormat.TEXT, StoreFormat.BYTES]
+)
+def test_envelope_only_for_json_avro_parquet(fmt: StoreFormat) -> None:
+    from kcql.model import EnvelopeFields
+
+    with pytest.raises(FormatError, match=r"store\.envelope is supported for STOREAS JSON, AVRO and PARQUET"):
+        get_format(FormatSettings(format=fmt, envelope=EnvelopeFields()))
