@@ -4,7 +4,8 @@
   keys of the first value (schemaless dicts). CSV_WITHHEADERS writes them as the first line.
 * Cells: strings as is; ``None`` an empty cell (CSV cannot tell null from ""); booleans
   ``true``/``false``; numbers and decimals in plain notation; timestamps ISO-8601 UTC with
-  milliseconds (``2024-03-01T12:30:45.123Z``); dates ``2024-03-01``; bytes base64; nested structs,
+  milliseconds (``2024-03-01T12:30:45.123Z``); dates ``2024-03-01``; times ``12:30:45.123000``; UUIDs in
+  their canonical text; bytes base64; nested structs,
   arrays and maps as compact JSON text (the same encoding as STOREAS JSON), so no information is
   flattened away and Spark can ``from_json`` them.
 * Fields containing the delimiter, quotes or line breaks are quoted (``"`` doubled inside); lines
@@ -23,8 +24,9 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import uuid
 from collections.abc import Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,8 +56,10 @@ def _cell(value: Any) -> Any:
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
         return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    if isinstance(value, date):
+    if isinstance(value, date | time):
         return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(value).decode("ascii")
     return dumps(value)

@@ -112,3 +112,14 @@ def test_csv_nullable_record_schema_keeps_one_file(tmp_path: Path) -> None:
     recs = [record(i, {"a": i}, schema=schema) for i in range(3)]
     paths = write_rolling(tmp_path, FormatSettings(format=StoreFormat.CSV_WITHHEADERS), recs)
     assert [_csv_rows(p) for p in paths] == [[["a"], ["0"], ["1"], ["2"]]]
+
+
+def test_csv_uuid_and_time_cells(tmp_path: Path) -> None:
+    import uuid
+    from datetime import time
+
+    ident = uuid.UUID(int=1)
+    paths = write_rolling(
+        tmp_path, FormatSettings(format=StoreFormat.CSV), [record(0, {"u": ident, "t": time(1, 2, 3)})]
+    )
+    assert _csv_rows(paths[0]) == [[str(ident), "01:02:03"]]
