@@ -165,3 +165,14 @@ class RowBuilder:
         if self.key is not None:
             parts.append(self.key)
         return all(p.mode == "given" for p in parts)
+
+    def given_parts(self) -> list[tuple[str | None, Any]]:
+        """``(row field, Avro schema)`` of the parts with a converter schema (``None``: the whole row)."""
+        if self.envelope is None:
+            return [(None, self.value.schema())] if self.value.mode == "given" else []
+        parts: list[tuple[str | None, Any]] = []
+        if self.envelope.value and self.value.mode == "given":
+            parts.append(("value", self.value.schema()))
+        if self.key is not None and self.key.mode == "given":
+            parts.append(("key", self.key.schema()))
+        return parts

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
+from fastavro.validation import ValidationError, validate
 
 from formats._file import StagingWriter
 from formats._rows import RowBuilder
@@ -35,6 +37,8 @@ _ROW_GROUP_ROWS = 100_000
 _ROW_GROUP_BYTES = 64 * 1024 * 1024
 """Arrow bytes buffered before a row group is written (Parquet compresses them further)."""
 _FREEZE_ROWS = 1000
+_EAGER_ROWS = 64
+"""Calls with at least this many rows are converted at once; smaller ones are validated and batched."""
 _ROW_ESTIMATE = 100
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 
@@ -58,6 +62,9 @@ class ParquetWriter(StagingWriter):
         self._batch_rows = 0
         self._batch_bytes = 0
         self._writer: pq.ParquetWriter | None = None
+        self._validators: tuple[tuple[str | None, Any], ...] = ()
+        self._small: list[Any] = []
+        self._small_records: list[SinkRecord] = []
 
     def write(self, records: Sequence[SinkRecord]) -> int:
         rows: list[Any] = []
@@ -82,7 +89,51 @@ class ParquetWriter(StagingWriter):
             if self._rows.settled or len(self._pending) >= _FREEZE_ROWS:
                 self._freeze()
             return
-        self._convert(rows, records)
+        if len(rows) >= _EAGER_ROWS:
+            self._convert_small()
+            self._convert(rows, records)
+            return
+        # Small calls (PARTITIONBY fan-out hands each file a few records per poll) would pay
+        # Arrow's fixed per-column cost per call. Validate their rows against the Avro schema
+        # now, so a bad record is still reported in its own call, and convert them in bulk later.
+        validators = self._validators
+        for index, row in enumerate(rows):
+            for part, schema in validators:
+                datum = row if part is None else row.get(part)
+                if datum is None and part is not None:
+                    continue
+                try:
+                    validate(datum, schema, raise_errors=True)
+                except (ValidationError, ValueError, TypeError) as exc:
+                    self._small_add(rows[:index], records[:index])
+                    raise RecordFormatError(
+                        f"the value does not match its schema: {exc}", records[index], index
+                    ) from exc
+        self._small_add(rows, records)
+
+    def _small_add(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+        self._small.extend(rows)
+        self._small_records.extend(records)
+        self._count += len(rows)
+        if len(self._small) >= _EAGER_ROWS:
+            self._convert_small()
+
+    def _convert_small(self) -> None:
+        if not self._small:
+            return
+        rows, records = self._small, self._small_records
+        self._small, self._small_records = [], []
+        self._count -= len(rows)
+        try:
+            self._convert(rows, records)
+        except RecordFormatError as exc:
+            # Passed Avro validation but Arrow refused it (e.g. a decimal beyond its precision).
+            # It was already accepted in an earlier call, so the file cannot be completed honestly:
+            # fail the file (the core discards it and Kafka replays) instead of dropping the record.
+            raise FormatError(
+                f"a record accepted earlier cannot be converted for Parquet ({exc}); "
+                "the file is incomplete and must be discarded"
+            ) from exc
 
     def _freeze(self) -> None:
         avro, _ = self._rows.avro_schema()
@@ -93,6 +144,9 @@ class ParquetWriter(StagingWriter):
         self._wrap = value_column_schema(avro)
         # fastavro decodes uuid logical types to uuid.UUID, which Arrow will not take as a string
         self._uuids = '"uuid"' in json.dumps(avro)
+        self._validators = tuple(
+            (part, fastavro.parse_schema(schema)) for part, schema in self._rows.given_parts()
+        )
         rows, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
         self._count -= len(rows)
@@ -151,7 +205,8 @@ class ParquetWriter(StagingWriter):
     @property
     def bytes_written(self) -> int:
         # buffered Arrow bytes shrink when encoded and compressed; never report a drop
-        self._reported = max(self._reported, self._file.count + self._batch_bytes + self._pending_bytes)
+        buffered = self._batch_bytes + self._pending_bytes + _ROW_ESTIMATE * len(self._small)
+        self._reported = max(self._reported, self._file.count + buffered)
         return self._reported
 
     def _finish(self) -> None:
@@ -160,6 +215,7 @@ class ParquetWriter(StagingWriter):
                 self._freeze()
             else:
                 self._schema = pa.schema([])
+        self._convert_small()
         self._write_row_group()
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._file, self._schema, compression=self._codec)

@@ -188,3 +188,29 @@ def test_logical_types_as_fastavro_decodes_them(tmp_path: Path) -> None:
     row = table.to_pylist()[0]
     assert row["u"] == str(ident) and row["us"] == [str(ident)]
     assert row["e"] == "B" and row["f"] == b"ab" and row["tm"].second == 0
+
+
+@pytest.mark.parametrize("envelope", [None, EnvelopeFields()])
+def test_small_calls_keep_order_and_report_bad_records_in_their_call(
+    tmp_path: Path, envelope: EnvelopeFields | None
+) -> None:
+    path = tmp_path / "small.parquet"
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET, envelope=envelope)).open(path)
+    good = orders(300)
+    assert writer.write(good[:1]) == 1  # fixes the schema
+    for rec in good[1:100]:  # one record per call, like PARTITIONBY fan-out
+        assert writer.write([rec]) == 1
+    assert writer.write(good[100:200]) == 100  # a large call in between keeps the order
+    bad = record(
+        999, {**good[200].value, "price": "not a decimal"}, schema=ORDER_SCHEMA, key="k", key_schema="string"
+    )
+    with pytest.raises(RecordFormatError, match="offset 999") as info:
+        writer.write([good[200], bad])
+    assert info.value.index == 1
+    for rec in good[201:]:
+        assert writer.write([rec]) == 1
+    assert writer.record_count == 300
+    writer.close()
+    table = pq.read_table(path)
+    ids = table.column("id" if envelope is None else "value").to_pylist()
+    assert [i if envelope is None else i["id"] for i in ids] == list(range(300))
