@@ -1,0 +1,554 @@
+"""Kafka Connect converters: raw Kafka key/value bytes → the values and Avro schemas of a SinkRecord.
+
+Users arrive with the Connect JSON they already run, so the converter class names and keys are
+Connect's own (``key.converter``, ``value.converter``, ``value.converter.schemas.enable``,
+``value.converter.schema.registry.url``, ...). Supported classes:
+
+* ``org.apache.kafka.connect.storage.StringConverter``: UTF-8 text (``converter.encoding``);
+* ``org.apache.kafka.connect.converters.ByteArrayConverter``: bytes as they are;
+* ``org.apache.kafka.connect.json.JsonConverter``: ``schemas.enable=true`` reads the
+  ``{"schema": .., "payload": ..}`` envelope and translates the Connect schema into an Avro schema
+  the way Confluent's ``AvroData`` does (the project's single schema language, see
+  :mod:`sink.record`); ``false`` reads plain JSON and keeps the original bytes in
+  ``SinkRecord.raw_value`` so the JSON format writes them through. When nothing downstream needs
+  the parsed value (JSON output without envelope, no PARTITIONBY on value fields) the value is
+  not parsed at all: ``value`` then holds the raw bytes too (see :data:`UNPARSED_JSON`);
+* ``io.confluent.connect.avro.AvroConverter``: Confluent wire format (magic 0, 4-byte schema id),
+  writer schemas fetched once per id with confluent-kafka's ``SchemaRegistryClient`` (cached) and
+  decoded with fastavro, which is what confluent-kafka's ``AvroDeserializer`` does internally; we
+  decode directly because the deserializer does not expose the writer schema, which becomes
+  ``value_schema``/``key_schema``.
+
+Defaults when a converter is not configured (there is no worker properties file to inherit from):
+``key.converter`` = StringConverter, ``value.converter`` = JsonConverter with
+``schemas.enable=false``. When JsonConverter is named without ``schemas.enable``, Connect's own
+default ``true`` applies.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any, Protocol
+
+from kcql.errors import ConfigProblem, SinkError
+from sink.record import Schema, SinkRecord
+
+__all__ = [
+    "AVRO_CONVERTER",
+    "BYTEARRAY_CONVERTER",
+    "JSON_CONVERTER",
+    "STRING_CONVERTER",
+    "UNPARSED_JSON",
+    "AvroConverter",
+    "ByteArrayConverter",
+    "ConversionError",
+    "Converter",
+    "JsonConverter",
+    "MessageLike",
+    "RecordConverter",
+    "StringConverter",
+    "connect_schema_to_avro",
+    "converter_problems",
+    "make_converter",
+]
+
+log = logging.getLogger(__name__)
+
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+BYTEARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+AVRO_CONVERTER = "io.confluent.connect.avro.AvroConverter"
+_KNOWN = (STRING_CONVERTER, BYTEARRAY_CONVERTER, JSON_CONVERTER, AVRO_CONVERTER)
+_DEFAULTS = {"key": STRING_CONVERTER, "value": JSON_CONVERTER}
+
+UNPARSED_JSON = "unparsed"
+"""Documentation marker: with schemaless JSON and nothing needing the parsed value, ``value`` is the
+raw bytes (identical to ``raw_value``); the JSON format only ever writes ``raw_value`` then."""
+
+
+class ConversionError(SinkError):
+    """A key or value cannot be converted; names the record so the user can find it."""
+
+    def __init__(self, message: str, topic: str, partition: int, offset: int, part: str) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.part = part
+        self.reason = message
+        super().__init__(
+            f"cannot convert the {part} of the record at topic {topic!r} partition {partition} "
+            f"offset {offset}: {message}"
+        )
+
+
+class MessageLike(Protocol):
+    """The parts of ``confluent_kafka.Message`` the converters read."""
+
+    def topic(self) -> str | None: ...
+    def partition(self) -> int | None: ...
+    def offset(self) -> int | None: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def headers(self) -> list[tuple[str, bytes | None]] | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+
+
+class Converter(Protocol):
+    """Turns the bytes of one side (key or value) into ``(value, avro_schema)``."""
+
+    def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
+        """Convert non-null bytes; raise ValueError (or any Exception) on bad data."""
+        ...
+
+
+class StringConverter:
+    """Connect's StringConverter: text in ``converter.encoding`` (default UTF-8)."""
+
+    def __init__(self, encoding: str = "utf-8") -> None:
+        self.encoding = encoding
+
+    def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
+        return data.decode(self.encoding), "string"
+
+
+class ByteArrayConverter:
+    """Connect's ByteArrayConverter: the bytes unchanged."""
+
+    def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
+        return bytes(data), "bytes"
+
+
+# --------------------------------------------------------------------------- Connect schema → Avro
+
+_CONNECT_NS = "io.confluent.connect.avro"
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_DATE = "org.apache.kafka.connect.data.Date"
+_TIME = "org.apache.kafka.connect.data.Time"
+_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+_PRIMITIVES = {
+    "int8": "int",
+    "int16": "int",
+    "int32": "int",
+    "int64": "long",
+    "float32": "float",
+    "float64": "double",
+    "boolean": "boolean",
+    "string": "string",
+    "bytes": "bytes",
+}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_DATE = date(1970, 1, 1)
+
+Fixer = Callable[[Any], Any]
+"""Turns a JSON payload value into the Python value fastavro would decode for the Avro schema."""
+
+
+class _Namer:
+    """Gives unnamed Connect structs AvroData's names: ConnectDefault, ConnectDefault2, ..."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def next(self) -> str:
+        self.count += 1
+        return "ConnectDefault" if self.count == 1 else f"ConnectDefault{self.count}"
+
+
+def connect_schema_to_avro(schema: Mapping[str, Any]) -> Schema:
+    """Translate a Connect JSON schema (``JsonConverter`` envelope) into an Avro schema.
+
+    Follows Confluent's ``AvroData.fromConnectSchema``: optional types become ``["null", T]``
+    with a null default, int8/int16 keep a ``connect.type`` hint, unnamed structs are records named
+    ``ConnectDefault`` in namespace ``io.confluent.connect.avro``, maps with non-string keys become
+    arrays of ``MapEntry`` records, and Decimal/Date/Time/Timestamp become Avro logical types.
+
+    Raises:
+        ValueError: the schema is not a valid Connect schema.
+    """
+    return _to_avro(schema, _Namer(), top=True)[0]
+
+
+def _to_avro(schema: Any, namer: _Namer, top: bool = False) -> tuple[Schema, Fixer | None]:
+    if not isinstance(schema, Mapping) or "type" not in schema:
+        raise ValueError(f"not a Connect schema: {json.dumps(schema)[:200]}")
+    ctype = schema["type"]
+    name = schema.get("name")
+    params = schema.get("parameters") or {}
+    fixer: Fixer | None = None
+    avro: Schema
+    if name == _DECIMAL:
+        scale = int(params.get("scale", 0))
+        precision = int(params.get("connect.decimal.precision", 64))
+        avro = {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale}
+        fixer = _decimal_fixer(scale)
+    elif name == _DATE:
+        avro = {"type": "int", "logicalType": "date"}
+        fixer = _fix_date
+    elif name == _TIME:
+        avro = {"type": "int", "logicalType": "time-millis"}
+        fixer = _fix_time
+    elif name == _TIMESTAMP:
+        avro = {"type": "long", "logicalType": "timestamp-millis"}
+        fixer = _fix_timestamp
+    elif ctype in _PRIMITIVES:
+        base = _PRIMITIVES[ctype]
+        avro = {"type": base, "connect.type": ctype} if ctype in ("int8", "int16") else base
+        if ctype == "bytes":
+            fixer = _fix_bytes
+        elif ctype in ("float32", "float64"):
+            fixer = float
+    elif ctype == "array":
+        items, item_fix = _to_avro(schema.get("items"), namer)
+        avro = {"type": "array", "items": items}
+        if item_fix is not None:
+            fixer = _list_fixer(item_fix)
+    elif ctype == "map":
+        key_avro, key_fix = _to_avro(schema.get("keys"), namer)
+        val_avro, val_fix = _to_avro(schema.get("values"), namer)
+        if key_avro == "string":
+            avro = {"type": "map", "values": val_avro}
+            if val_fix is not None:
+                fixer = _map_fixer(val_fix)
+        else:  # AvroData: array of MapEntry {key, value}; Connect JSON writes [[k, v], ...]
+            avro = {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "MapEntry",
+                    "namespace": _CONNECT_NS,
+                    "fields": [{"name": "key", "type": key_avro}, {"name": "value", "type": val_avro}],
+                },
+            }
+            fixer = _entries_fixer(key_fix, val_fix)
+    elif ctype == "struct":
+        fields = []
+        fixes: list[tuple[str, Fixer]] = []
+        for field in schema.get("fields") or []:
+            fname = field.get("field")
+            if not isinstance(fname, str):
+                raise ValueError(f"struct field without a name: {json.dumps(field)[:200]}")
+            favro, ffix = _to_avro(field, namer)
+            entry: dict[str, Any] = {"name": fname, "type": favro}
+            if field.get("optional"):
+                entry["default"] = None
+            elif "default" in field:
+                entry["default"] = field["default"]
+            fields.append(entry)
+            if ffix is not None:
+                fixes.append((fname, ffix))
+        if name:
+            namespace, _, short = str(name).rpartition(".")
+        else:
+            namespace, short = _CONNECT_NS, namer.next()
+        record: dict[str, Any] = {"type": "record", "name": short, "fields": fields}
+        if namespace:
+            record["namespace"] = namespace
+        if schema.get("doc"):
+            record["doc"] = schema["doc"]
+        avro = record
+        if fixes:
+            fixer = _struct_fixer(tuple(fixes))
+    else:
+        raise ValueError(f"unknown Connect schema type {ctype!r}")
+    if schema.get("optional") and not top:
+        avro = ["null", avro]
+        if fixer is not None:
+            fixer = _optional(fixer)
+    elif schema.get("optional") and top:
+        avro = ["null", avro]
+        if fixer is not None:
+            fixer = _optional(fixer)
+    return avro, fixer
+
+
+def _optional(fix: Fixer) -> Fixer:
+    return lambda v: None if v is None else fix(v)
+
+
+def _fix_bytes(v: Any) -> Any:
+    return base64.b64decode(v) if isinstance(v, str) else v
+
+
+def _decimal_fixer(scale: int) -> Fixer:
+    def fix(v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(v, str):  # decimal.format=BASE64 (Connect's default): unscaled two's complement
+            unscaled = int.from_bytes(base64.b64decode(v), "big", signed=True)
+            return Decimal(unscaled).scaleb(-scale)
+        return Decimal(str(v)).quantize(Decimal(1).scaleb(-scale))  # decimal.format=NUMERIC
+
+    return fix
+
+
+def _fix_date(v: Any) -> Any:
+    return None if v is None else _EPOCH_DATE + timedelta(days=int(v))
+
+
+def _fix_time(v: Any) -> Any:
+    return None if v is None else (datetime.min + timedelta(milliseconds=int(v))).time()
+
+
+def _fix_timestamp(v: Any) -> Any:
+    return None if v is None else _EPOCH + timedelta(milliseconds=int(v))
+
+
+def _list_fixer(fix: Fixer) -> Fixer:
+    return lambda v: None if v is None else [fix(x) for x in v]
+
+
+def _map_fixer(fix: Fixer) -> Fixer:
+    return lambda v: None if v is None else {k: fix(x) for k, x in v.items()}
+
+
+def _entries_fixer(kfix: Fixer | None, vfix: Fixer | None) -> Fixer:
+    kf = kfix or (lambda x: x)
+    vf = vfix or (lambda x: x)
+
+    def fix(v: Any) -> Any:
+        if v is None:
+            return None
+        pairs = v.items() if isinstance(v, Mapping) else v
+        return [{"key": kf(k), "value": vf(x)} for k, x in pairs]
+
+    return fix
+
+
+def _struct_fixer(fixes: tuple[tuple[str, Fixer], ...]) -> Fixer:
+    def fix(v: Any) -> Any:
+        if v is None:
+            return None
+        for name, f in fixes:
+            if name in v:
+                v[name] = f(v[name])
+        return v
+
+    return fix
+
+
+class JsonConverter:
+    """Connect's JsonConverter, with or without the ``{"schema", "payload"}`` envelope."""
+
+    def __init__(self, schemas_enable: bool) -> None:
+        self.schemas_enable = schemas_enable
+        self._cache: dict[str, tuple[Schema, Fixer | None]] = {}
+
+    def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
+        doc = json.loads(data)
+        if not self.schemas_enable:
+            return doc, None
+        if not isinstance(doc, dict) or set(doc) != {"schema", "payload"}:
+            raise ValueError(
+                'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
+                "contain additional fields. If you are trying to deserialize plain JSON data, set "
+                "schemas.enable=false in your converter configuration."
+            )
+        cschema, payload = doc["schema"], doc["payload"]
+        if cschema is None:
+            return payload, None
+        key = json.dumps(cschema, sort_keys=True, separators=(",", ":"))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = _to_avro(cschema, _Namer(), top=True)
+            if len(self._cache) > 1000:
+                self._cache.clear()
+            self._cache[key] = hit
+        avro, fixer = hit
+        if payload is None:
+            return None, avro
+        return (fixer(payload) if fixer is not None else payload), avro
+
+
+class AvroConverter:
+    """Confluent's AvroConverter: wire format + Schema Registry, writer schemas cached per id."""
+
+    def __init__(self, url: str, client_config: Mapping[str, str] | None = None) -> None:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        conf: dict[str, Any] = {"url": url}
+        for k, v in (client_config or {}).items():
+            if k in ("basic.auth.user.info", "basic.auth.credentials.source"):
+                conf[k] = v
+        self._client = SchemaRegistryClient(conf)
+        self._schemas: dict[int, tuple[Schema, Any]] = {}
+
+    def _schema(self, schema_id: int) -> tuple[Schema, Any]:
+        hit = self._schemas.get(schema_id)
+        if hit is None:
+            import fastavro
+
+            registered = self._client.get_schema(schema_id)
+            if registered.schema_type not in (None, "AVRO"):
+                raise ValueError(f"schema id {schema_id} is {registered.schema_type}, not AVRO")
+            writer = json.loads(registered.schema_str)
+            hit = (writer, fastavro.parse_schema(writer))
+            self._schemas[schema_id] = hit
+        return hit
+
+    def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
+        import fastavro
+
+        if len(data) < 5 or data[0] != 0:
+            raise ValueError("Unknown magic byte! (not Confluent Avro wire format)")
+        writer, parsed = self._schema(int.from_bytes(data[1:5], "big"))
+        return fastavro.schemaless_reader(io.BytesIO(data[5:]), parsed, None), writer
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def _side_config(props: Mapping[str, str], side: str) -> tuple[str, dict[str, str]]:
+    prefix = f"{side}.converter."
+    cls = (props.get(f"{side}.converter") or _DEFAULTS[side]).strip()
+    sub = {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
+    if f"{side}.converter" not in props and side == "value":
+        sub.setdefault("schemas.enable", "false")
+    return cls, sub
+
+
+def converter_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
+    """Every converter setting that is wrong, for one combined ConfigError."""
+    problems: list[ConfigProblem] = []
+    for side in ("key", "value"):
+        cls, sub = _side_config(props, side)
+        if cls not in _KNOWN:
+            problems.append(
+                ConfigProblem(f"{side}.converter", cls, "unsupported converter; use one of " + ", ".join(_KNOWN))
+            )
+            continue
+        enable = sub.get("schemas.enable", "true").strip().lower()
+        if cls == JSON_CONVERTER and enable not in ("true", "false"):
+            problems.append(
+                ConfigProblem(f"{side}.converter.schemas.enable", sub["schemas.enable"], "must be true or false")
+            )
+        if cls == AVRO_CONVERTER and not sub.get("schema.registry.url", "").strip():
+            problems.append(
+                ConfigProblem(
+                    f"{side}.converter.schema.registry.url", "", "required by io.confluent.connect.avro.AvroConverter"
+                )
+            )
+        if cls == STRING_CONVERTER:
+            enc = sub.get("converter.encoding") or sub.get("encoding") or "utf-8"
+            try:
+                "".encode(enc)
+            except LookupError:
+                problems.append(ConfigProblem(f"{side}.converter.encoding", enc, "unknown encoding"))
+    return problems
+
+
+def make_converter(props: Mapping[str, str], side: str) -> Converter:
+    """Build the ``key`` or ``value`` converter (call :func:`converter_problems` first)."""
+    cls, sub = _side_config(props, side)
+    if cls == STRING_CONVERTER:
+        return StringConverter(sub.get("converter.encoding") or sub.get("encoding") or "utf-8")
+    if cls == BYTEARRAY_CONVERTER:
+        return ByteArrayConverter()
+    if cls == JSON_CONVERTER:
+        return JsonConverter(sub.get("schemas.enable", "true").strip().lower() == "true")
+    if cls == AVRO_CONVERTER:
+        return AvroConverter(sub["schema.registry.url"].split(",")[0].strip(), sub)
+    raise ValueError(f"unsupported converter {cls}")
+
+
+def _header_value(v: bytes | None) -> Any:
+    if v is None:
+        return None
+    try:
+        return v.decode("utf-8")
+    except UnicodeDecodeError:
+        return v
+
+
+@dataclass
+class _Failure:
+    """A message that failed conversion: the original message and the error."""
+
+    message: Any
+    error: ConversionError
+
+
+class RecordConverter:
+    """Converts batches of consumed messages into SinkRecords (keys, values, headers, timestamps).
+
+    Args:
+        key: the key converter.
+        value: the value converter.
+        parse_value: ``topic -> bool``; when it returns False and the value converter is
+            schemaless JSON, values are not parsed (only ``raw_value`` is set).
+    """
+
+    def __init__(self, key: Converter, value: Converter, parse_value: Callable[[str], bool] | None = None) -> None:
+        self.key = key
+        self.value = value
+        self._parse_value = parse_value or (lambda _t: True)
+        self._raw_json = isinstance(value, JsonConverter) and not value.schemas_enable
+        self._skip_cache: dict[str, bool] = {}
+
+    def _skip_parse(self, topic: str) -> bool:
+        hit = self._skip_cache.get(topic)
+        if hit is None:
+            hit = self._raw_json and not self._parse_value(topic)
+            self._skip_cache[topic] = hit
+        return hit
+
+    def convert(self, messages: Sequence[Any]) -> tuple[list[SinkRecord], list[_Failure]]:
+        """Convert a batch. Returns the records and the messages that failed, in order.
+
+        A failed message does not stop the batch: the caller decides (error policy / DLQ).
+        """
+        records: list[SinkRecord] = []
+        failures: list[_Failure] = []
+        kconv = self.key.convert
+        vconv = self.value.convert
+        raw_json = self._raw_json
+        for msg in messages:
+            topic = msg.topic()
+            kbytes = msg.key()
+            vbytes = msg.value()
+            part = "key"
+            try:
+                key, kschema = (None, None) if kbytes is None else kconv(topic, kbytes)
+                part = "value"
+                raw = None
+                if vbytes is None:
+                    value, vschema = None, None
+                elif raw_json:
+                    raw = vbytes
+                    # a raw text with a line break must be parsed: the JSON format re-encodes it
+                    if self._skip_parse(topic) and b"\n" not in vbytes:
+                        value, vschema = vbytes, None
+                    else:
+                        value, vschema = vconv(topic, vbytes)
+                else:
+                    value, vschema = vconv(topic, vbytes)
+            except Exception as exc:  # noqa: BLE001 - any converter failure is a record error
+                err = ConversionError(
+                    f"{type(exc).__name__}: {exc}", topic, msg.partition(), msg.offset(), part
+                )
+                err.__cause__ = exc
+                failures.append(_Failure(msg, err))
+                continue
+            ts_type, ts = msg.timestamp()
+            hdrs = msg.headers()
+            records.append(
+                SinkRecord(
+                    topic,
+                    msg.partition(),
+                    msg.offset(),
+                    ts if ts_type else None,
+                    key,
+                    value,
+                    tuple((n, _header_value(v)) for n, v in hdrs) if hdrs else (),
+                    kschema,
+                    vschema,
+                    raw,
+                )
+            )
+        return records, failures
