@@ -17,6 +17,7 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
+import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from kcql.errors import SinkError
@@ -45,9 +46,7 @@ def read_table(data: bytes, fmt: StoreFormat, *, name: str = "<file>") -> pa.Tab
         if fmt == StoreFormat.AVRO:
             return _read_avro(data)
         if fmt == StoreFormat.JSON:
-            rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-            rows = [r if isinstance(r, dict) else {"value": r} for r in rows]
-            return pa.Table.from_pylist(rows) if rows else pa.table({})
+            return _read_json(data)
         if fmt in (StoreFormat.CSV, StoreFormat.CSV_WITHHEADERS):
             return _read_csv(data, with_headers=fmt == StoreFormat.CSV_WITHHEADERS)
         if fmt == StoreFormat.TEXT:
@@ -58,6 +57,38 @@ def read_table(data: bytes, fmt: StoreFormat, *, name: str = "<file>") -> pa.Tab
     except (ValueError, TypeError, KeyError, OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as exc:
         raise FileDecodeError(f"cannot decode {name} as {fmt.value}: {exc}") from exc
     raise FileDecodeError(f"unsupported format {fmt!r} for {name}")
+
+
+def _read_json(data: bytes) -> pa.Table:
+    """JSON lines: pyarrow's vectorised reader first; per-line parsing for what it rejects
+    (top-level non-objects, a field changing type within the file)."""
+    if not data.strip():
+        return pa.table({})
+    try:
+        table = pa_json.read_json(pa.BufferReader(data))
+        # pyarrow turns ISO-looking strings into timestamps; Spark (and the writer) kept strings
+        if not any(_has_timestamp(f.type) for f in table.schema):
+            return table
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    rows = [r if isinstance(r, dict) else {"value": r} for r in rows]
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # mixed types across records: keep each top-level field as its JSON text
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        return pa.table({n: pa.array([_to_text(r.get(n)) for r in rows], pa.string()) for n in names})
+
+
+def _has_timestamp(typ: pa.DataType) -> bool:
+    if pa.types.is_timestamp(typ):
+        return True
+    if pa.types.is_struct(typ):
+        return any(_has_timestamp(typ.field(i).type) for i in range(typ.num_fields))
+    if pa.types.is_list(typ):
+        return _has_timestamp(typ.value_type)
+    return False
 
 
 def _read_csv(data: bytes, *, with_headers: bool) -> pa.Table:

@@ -143,7 +143,16 @@ def _sample_schema(spec: ViewSpec, files: Sequence[DataFile]) -> pa.Schema:
 
 
 def _nullable(fld: pa.Field) -> pa.Field:
-    typ = pa.string() if pa.types.is_null(fld.type) else fld.type
+    """Spark-friendly field: nullable, no NULL type (all-null JSON fields), no dictionary encoding."""
+    typ = fld.type
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_null(typ):
+        typ = pa.string()
+    if pa.types.is_large_string(typ):
+        typ = pa.string()
+    if pa.types.is_large_binary(typ):
+        typ = pa.binary()
     return pa.field(fld.name, typ, nullable=True)
 
 

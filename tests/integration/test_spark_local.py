@@ -50,6 +50,36 @@ def _aggregate_sql(view: str, p) -> str:
     )
 
 
+def _write_evolving(put, recs) -> list:
+    """Two files per plan, the second with an extra optional field (BACKWARD-compatible evolution)."""
+    import io
+
+    import fastavro
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    plans = [
+        ld.plan(fmt, "default", prefix=f"evo_{fmt.value.lower()}")
+        for fmt in (StoreFormat.AVRO, StoreFormat.PARQUET)
+    ]
+    new_schema = dict(
+        ld.VALUE_SCHEMA, fields=[*ld.VALUE_SCHEMA["fields"], {"name": "note", "type": ["null", "string"]}]
+    )
+    first, second = recs[:4], recs[4:8]
+    for p in plans:
+        for chunk, schema in ((first, ld.VALUE_SCHEMA), (second, new_schema)):
+            rows = [dict(r.value, note="n") if schema is new_schema else r.value for r in chunk]
+            buf = io.BytesIO()
+            if p.format == StoreFormat.AVRO:
+                fastavro.writer(buf, fastavro.parse_schema(schema), rows)
+                ext = "avro"
+            else:
+                pq.write_table(pa.Table.from_pylist(rows), buf)
+                ext = "parquet"
+            put(ld.file_key(p, chunk, ext), buf.getvalue())
+    return plans
+
+
 def test_every_format_and_layout_matches_the_files(spark, tmp_path: Path) -> None:
     root = tmp_path / "store"
     put = ld.local_put(root / "bkt")
@@ -69,9 +99,10 @@ def test_every_format_and_layout_matches_the_files(spark, tmp_path: Path) -> Non
     written = {p.prefix: ld.write_with_sink_libs(p, recs, put, staging) for p in plans}
     config = {"connect.storage": "local", "connect.local.root": str(root)}
 
-    views = register(spark, config, plans=plans)
+    evolving = _write_evolving(put, recs)
+    views = register(spark, config, plans=[*plans, *evolving])
 
-    assert sorted(views) == sorted(p.prefix for p in plans)
+    assert sorted(views) == sorted(p.prefix for p in [*plans, *evolving])
     native = {v for v, d in views.items() if "spark native" in d}
     assert "parquet_values" in native and "json_kv" in native and "avro_kv" not in native
     sql = " UNION ALL ".join(_aggregate_sql(p.prefix, p) for p in plans)
@@ -90,6 +121,17 @@ def test_every_format_and_layout_matches_the_files(spark, tmp_path: Path) -> Non
         assert set(row["keys"]) == exp["keys"], p.prefix
         assert row["sp"] == in_p1 and row["topics"] == 1, p.prefix
         assert row["bad_region"] == 0 and row["bad_meta"] == 0, p.prefix
+
+    # schema evolution: a field added in later files is NULL for the older rows, in both readers
+    evo = spark.sql(
+        " UNION ALL ".join(
+            f"SELECT '{p.prefix}' v, COUNT(*) c, COUNT(note) n, SUM(id) s FROM {p.prefix}"  # noqa: S608
+            for p in evolving
+        )
+    ).collect()
+    assert {r["v"]: (r["c"], r["n"], r["s"]) for r in evo} == {
+        p.prefix: (8, 4, sum(r.value["id"] for r in recs[:8])) for p in evolving
+    }
 
     # typed partition columns: _partition and the KeysAndValues `partition` field are integers
     schema = spark.table("parquet_kv").schema
