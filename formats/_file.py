@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from formats.base import FormatWriter
 
@@ -26,7 +26,7 @@ class CountingFile:
 
     __slots__ = ("_raw", "count")
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: IO[bytes]) -> None:
         self._raw = raw
         self.count = 0
 
