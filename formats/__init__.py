@@ -8,6 +8,7 @@ config validation and object naming.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from formats.avro_format import AvroFormat
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
@@ -19,6 +20,9 @@ from formats.parquet_format import ParquetFormat
 from formats.text_format import TextFormat
 from kcql.model import StoreFormat
 
+if TYPE_CHECKING:
+    from kcql.model import SinkPlan
+
 __all__ = [
     "FileFormat",
     "FormatError",
@@ -28,6 +32,7 @@ __all__ = [
     "check_codec",
     "extension_for",
     "get_format",
+    "settings_for_plan",
     "supported_codecs",
 ]
 
@@ -58,3 +63,26 @@ def get_format(settings: FormatSettings) -> FileFormat:
     if factory is None:  # pragma: no cover - every StoreFormat is registered (tested)
         raise FormatError(f"STOREAS {fmt.value} has no writer")
     return factory(settings)
+
+
+def settings_for_plan(
+    plan: SinkPlan, default_codec: str | None = None, default_level: int | None = None
+) -> FormatSettings:
+    """The :class:`FormatSettings` of one KCQL statement.
+
+    The statement's ``compression.codec``/``compression.level`` properties win over the connector
+    defaults (``connect.s3.compression.codec``/``.level``); a codec the format cannot write is
+    reported by :func:`get_format`. A connector-wide codec that only some formats support (GZIP
+    set for JSON statements) is not forced on formats without codecs (CSV, TEXT, BYTES).
+    """
+    codec = plan.compression_codec or default_codec or "UNCOMPRESSED"
+    level = plan.compression_level if plan.compression_level is not None else default_level
+    if plan.compression_codec is None and supported_codecs(plan.format) == ("UNCOMPRESSED",):
+        codec, level = "UNCOMPRESSED", None
+    return FormatSettings(
+        format=plan.format,
+        codec=codec,
+        level=level,
+        envelope=plan.envelope,
+        schema_compatibility=plan.schema_compatibility,
+    )

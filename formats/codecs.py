@@ -99,9 +99,9 @@ def check_codec(fmt: StoreFormat, codec: str | None, level: int | None = None) -
         )
     if level is not None:
         bounds = _LEVEL_RANGES.get(name)
-        if bounds is None:
-            raise FormatError(f"compression codec {name} takes no compression level (got {level})")
-        if not bounds[0] <= level <= bounds[1]:
+        # a level for a codec without levels (SNAPPY, LZ4, BZIP2) is ignored, as in Lenses, so one
+        # connector-wide connect.s3.compression.level can serve statements with different codecs
+        if bounds is not None and not bounds[0] <= level <= bounds[1]:
             raise FormatError(
                 f"compression level {level} is out of range for {name}; expected {bounds[0]}..{bounds[1]}"
             )

@@ -43,8 +43,9 @@ def test_codec_names_are_normalized_and_errors_list_the_choices() -> None:
         FormatError, match="not supported for STOREAS PARQUET; supported: UNCOMPRESSED, SNAPPY"
     ):
         get_format(FormatSettings(format=StoreFormat.PARQUET, codec="LZO"))
-    with pytest.raises(FormatError, match="takes no compression level"):
-        get_format(FormatSettings(format=StoreFormat.AVRO, codec="SNAPPY", level=3))
+    assert get_format(FormatSettings(format=StoreFormat.AVRO, codec="SNAPPY", level=3))  # level ignored
+    with pytest.raises(FormatError, match=r"level 23 is out of range for ZSTD; expected 1\.\.22"):
+        get_format(FormatSettings(format=StoreFormat.PARQUET, codec="ZSTD", level=23))
     assert get_format(FormatSettings(format=StoreFormat.AVRO, codec="XZ", level=9))
 
 
@@ -115,3 +116,18 @@ def test_envelope_only_for_json_avro_parquet(fmt: StoreFormat) -> None:
 
     with pytest.raises(FormatError, match=r"store\.envelope is supported for STOREAS JSON, AVRO and PARQUET"):
         get_format(FormatSettings(format=fmt, envelope=EnvelopeFields()))
+
+
+def test_settings_for_plan() -> None:
+    from formats import settings_for_plan
+    from kcql.model import EnvelopeFields, SinkPlan
+
+    plan = SinkPlan(bucket="b", prefix="p", source="t", format=StoreFormat.JSON, envelope=EnvelopeFields())
+    settings = settings_for_plan(plan, "GZIP", 9)
+    assert (settings.codec, settings.level, settings.envelope) == ("GZIP", 9, EnvelopeFields())
+    assert get_format(settings).extension == "gz"
+    own = SinkPlan(bucket="b", prefix="", source="t", format=StoreFormat.AVRO, compression_codec="SNAPPY")
+    assert settings_for_plan(own, "DEFLATE", 5).codec == "SNAPPY"
+    csv_plan = SinkPlan(bucket="b", prefix="", source="t", format=StoreFormat.CSV)
+    assert settings_for_plan(csv_plan, "GZIP", 6).codec == "UNCOMPRESSED"  # connector default not forced
+    assert settings_for_plan(csv_plan).schema_compatibility == "NONE"
