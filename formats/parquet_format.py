@@ -48,7 +48,9 @@ class ParquetWriter(StagingWriter):
 
     def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
         super().__init__(path)
+        self._settings = settings
         self._rows = RowBuilder(settings, "PARQUET")
+        self._pending_before_call = 0
         self._codec = PARQUET_CODECS[codec]
         self._level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
         self._pending: list[Any] = []
@@ -68,6 +70,7 @@ class ParquetWriter(StagingWriter):
 
     def write(self, records: Sequence[SinkRecord]) -> int:
         rows: list[Any] = []
+        self._pending_before_call = len(self._pending)
         try:
             taken = self._rows.take(records, rows)
         except RecordFormatError as exc:
@@ -140,7 +143,15 @@ class ParquetWriter(StagingWriter):
         try:
             self._schema = avro_to_arrow(avro)
         except FormatError as exc:
-            raise RecordFormatError(str(exc), self._pending_records[0], 0) from exc
+            first = self._pending_records[0]
+            if self._pending_before_call:
+                # rows accepted by earlier calls cannot be stored: the whole file must go
+                raise FormatError(f"{exc} ({first.where}); the file must be discarded") from exc
+            # only this call's rows are affected: forget them, so the writer is empty and usable
+            self._count -= len(self._pending)
+            self._pending, self._pending_records, self._pending_bytes = [], [], 0
+            self._rows = RowBuilder(self._settings, "PARQUET")
+            raise RecordFormatError(str(exc), first, 0) from exc
         self._wrap = value_column_schema(avro)
         # fastavro decodes uuid logical types to uuid.UUID, which Arrow will not take as a string
         self._uuids = '"uuid"' in json.dumps(avro)

@@ -116,9 +116,13 @@ def test_primitive_values_go_to_a_value_column(tmp_path: Path) -> None:
 def test_multi_type_union_is_rejected_with_a_message(tmp_path: Path) -> None:
     schema = {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["null", "string", "long"]}]}
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(tmp_path / "u.parquet")
-    with pytest.raises(RecordFormatError, match="several non-null types"):
-        writer.write([record(0, {"u": "x"}, schema=schema)])
-    writer.abort()
+    with pytest.raises(RecordFormatError, match="several non-null types") as info:
+        writer.write([record(0, {"u": "x"}, schema=schema), record(1, {"u": 2}, schema=schema)])
+    assert info.value.index == 0
+    assert writer.record_count == 0
+    assert writer.write(orders(2)) == 2  # the writer is still usable for other records
+    writer.close()
+    assert pq.read_table(tmp_path / "u.parquet").num_rows == 2
 
 
 def test_bad_value_names_the_record_and_keeps_the_prefix(tmp_path: Path) -> None:
