@@ -55,7 +55,9 @@ class AvroWriter(StagingWriter):
 
     def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
         super().__init__(path)
+        self._settings = settings
         self._rows = RowBuilder(settings, "AVRO")
+        self._pending_before_call = 0
         self._codec = AVRO_CODECS[codec]
         level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
         self._level = level if codec in ("DEFLATE", "ZSTD", "XZ") else None
@@ -71,6 +73,7 @@ class AvroWriter(StagingWriter):
 
     def write(self, records: Sequence[SinkRecord]) -> int:
         rows: list[Any] = []
+        self._pending_before_call = len(self._pending)
         try:
             taken = self._rows.take(records, rows)
         except RecordFormatError as exc:
@@ -100,7 +103,15 @@ class AvroWriter(StagingWriter):
             parsed = fastavro.parse_schema(schema)
         except Exception as exc:  # SchemaParseException and friends: the schema itself is unusable
             first = self._pending_records[0]
-            raise RecordFormatError(f"the record's Avro schema cannot be used: {exc}", first, 0) from exc
+            message = f"the record's Avro schema cannot be used: {exc}"
+            if self._pending_before_call:
+                # rows accepted by earlier calls cannot be stored: the whole file must go
+                raise FormatError(f"{message} ({first.where}); the file must be discarded") from exc
+            # only this call's rows are affected: forget them, so the writer is empty and usable
+            self._count -= len(self._pending)
+            self._pending, self._pending_records, self._pending_bytes = [], [], 0
+            self._rows = RowBuilder(self._settings, "AVRO")
+            raise RecordFormatError(message, first, 0) from exc
         self._branches = _record_branches(parsed) if self._rows.envelope is not None else ()
         self._writer = Writer(
             self._file,  # type: ignore[arg-type]  # a binary file-like object, all fastavro needs

@@ -199,3 +199,14 @@ def test_key_and_value_sharing_a_record_name(tmp_path: Path) -> None:
     out.mkdir()
     paths = write_rolling(out, FormatSettings(format=StoreFormat.AVRO, envelope=EnvelopeFields()), recs)
     assert [(r["key"], r["value"]) for r in _read(paths[0])[1]] == [({"id": 1}, {"id": "a"})]
+
+
+def test_unusable_schema_rejects_the_call_and_keeps_the_writer(tmp_path: Path) -> None:
+    broken = {"type": "record", "name": "B", "fields": [{"name": "x", "type": "no-such-type"}]}
+    writer = get_format(FormatSettings(format=StoreFormat.AVRO)).open(tmp_path / "s.avro")
+    with pytest.raises(RecordFormatError, match=r"schema cannot be used.*offset 0") as info:
+        writer.write([record(0, {"x": 1}, schema=broken)])
+    assert info.value.index == 0 and writer.record_count == 0
+    assert writer.write(orders(2)) == 2
+    writer.close()
+    assert len(_read(tmp_path / "s.avro")[1]) == 2
