@@ -32,7 +32,6 @@ import io
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
@@ -43,6 +42,7 @@ from sink.record import Schema, SinkRecord
 __all__ = [
     "AVRO_CONVERTER",
     "BYTEARRAY_CONVERTER",
+    "BYTES_CONVERTER",
     "JSON_CONVERTER",
     "STRING_CONVERTER",
     "UNPARSED_JSON",
@@ -54,19 +54,20 @@ __all__ = [
     "MessageLike",
     "RecordConverter",
     "StringConverter",
+    "build_converter",
     "connect_schema_to_avro",
     "converter_problems",
-    "make_converter",
+    "record_converter",
 ]
 
 log = logging.getLogger(__name__)
 
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 BYTEARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+BYTES_CONVERTER = BYTEARRAY_CONVERTER
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 AVRO_CONVERTER = "io.confluent.connect.avro.AvroConverter"
 _KNOWN = (STRING_CONVERTER, BYTEARRAY_CONVERTER, JSON_CONVERTER, AVRO_CONVERTER)
-_DEFAULTS = {"key": STRING_CONVERTER, "value": JSON_CONVERTER}
 
 UNPARSED_JSON = "unparsed"
 """Documentation marker: with schemaless JSON and nothing needing the parsed value, ``value`` is the
@@ -76,16 +77,24 @@ raw bytes (identical to ``raw_value``); the JSON format only ever writes ``raw_v
 class ConversionError(SinkError):
     """A key or value cannot be converted; names the record so the user can find it."""
 
-    def __init__(self, message: str, topic: str, partition: int, offset: int, part: str) -> None:
+    def __init__(
+        self, message: str, topic: str, partition: int, offset: int, part: str, retriable: bool = False
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.offset = offset
         self.part = part
         self.reason = message
+        self.is_retriable = retriable
+        """True when trying again may succeed (Schema Registry unreachable), not a bad record."""
         super().__init__(
-            f"cannot convert the {part} of the record at topic {topic!r} partition {partition} "
+            f"cannot convert the record {part} at topic {topic!r} partition {partition} "
             f"offset {offset}: {message}"
         )
+
+
+class RegistryUnavailable(Exception):
+    """The Schema Registry could not be asked (network, 5xx): the record itself may be fine."""
 
 
 class MessageLike(Protocol):
@@ -172,10 +181,10 @@ def connect_schema_to_avro(schema: Mapping[str, Any]) -> Schema:
     Raises:
         ValueError: the schema is not a valid Connect schema.
     """
-    return _to_avro(schema, _Namer(), top=True)[0]
+    return _to_avro(schema, _Namer())[0]
 
 
-def _to_avro(schema: Any, namer: _Namer, top: bool = False) -> tuple[Schema, Fixer | None]:
+def _to_avro(schema: Any, namer: _Namer) -> tuple[Schema, Fixer | None]:
     if not isinstance(schema, Mapping) or "type" not in schema:
         raise ValueError(f"not a Connect schema: {json.dumps(schema)[:200]}")
     ctype = schema["type"]
@@ -228,12 +237,17 @@ def _to_avro(schema: Any, namer: _Namer, top: bool = False) -> tuple[Schema, Fix
             }
             fixer = _entries_fixer(key_fix, val_fix)
     elif ctype == "struct":
+        if name:  # named before the fields: AvroData numbers unnamed structs outside-in
+            namespace, _, short = str(name).rpartition(".")
+        else:
+            namespace, short = _CONNECT_NS, namer.next()
         fields = []
         fixes: list[tuple[str, Fixer]] = []
         for field in schema.get("fields") or []:
             fname = field.get("field")
             if not isinstance(fname, str):
-                raise ValueError(f"struct field without a name: {json.dumps(field)[:200]}")
+                msg = f"struct field without a name: {json.dumps(field)[:200]}"
+                raise ValueError(msg)  # noqa: TRY004 - a bad document, reported as a conversion error
             favro, ffix = _to_avro(field, namer)
             entry: dict[str, Any] = {"name": fname, "type": favro}
             if field.get("optional"):
@@ -243,10 +257,6 @@ def _to_avro(schema: Any, namer: _Namer, top: bool = False) -> tuple[Schema, Fix
             fields.append(entry)
             if ffix is not None:
                 fixes.append((fname, ffix))
-        if name:
-            namespace, _, short = str(name).rpartition(".")
-        else:
-            namespace, short = _CONNECT_NS, namer.next()
         record: dict[str, Any] = {"type": "record", "name": short, "fields": fields}
         if namespace:
             record["namespace"] = namespace
@@ -257,11 +267,7 @@ def _to_avro(schema: Any, namer: _Namer, top: bool = False) -> tuple[Schema, Fix
             fixer = _struct_fixer(tuple(fixes))
     else:
         raise ValueError(f"unknown Connect schema type {ctype!r}")
-    if schema.get("optional") and not top:
-        avro = ["null", avro]
-        if fixer is not None:
-            fixer = _optional(fixer)
-    elif schema.get("optional") and top:
+    if schema.get("optional"):
         avro = ["null", avro]
         if fixer is not None:
             fixer = _optional(fixer)
@@ -293,7 +299,7 @@ def _fix_date(v: Any) -> Any:
 
 
 def _fix_time(v: Any) -> Any:
-    return None if v is None else (datetime.min + timedelta(milliseconds=int(v))).time()
+    return None if v is None else (_EPOCH + timedelta(milliseconds=int(v))).time()
 
 
 def _fix_timestamp(v: Any) -> Any:
@@ -356,7 +362,7 @@ class JsonConverter:
         key = json.dumps(cschema, sort_keys=True, separators=(",", ":"))
         hit = self._cache.get(key)
         if hit is None:
-            hit = _to_avro(cschema, _Namer(), top=True)
+            hit = _to_avro(cschema, _Namer())
             if len(self._cache) > 1000:
                 self._cache.clear()
             self._cache[key] = hit
@@ -366,6 +372,9 @@ class JsonConverter:
         return (fixer(payload) if fixer is not None else payload), avro
 
 
+_REGISTRY_CLIENT_KEYS = ("basic.auth.user.info", "basic.auth.credentials.source")
+
+
 class AvroConverter:
     """Confluent's AvroConverter: wire format + Schema Registry, writer schemas cached per id."""
 
@@ -373,9 +382,7 @@ class AvroConverter:
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         conf: dict[str, Any] = {"url": url}
-        for k, v in (client_config or {}).items():
-            if k in ("basic.auth.user.info", "basic.auth.credentials.source"):
-                conf[k] = v
+        conf.update({k: v for k, v in (client_config or {}).items() if k in _REGISTRY_CLIENT_KEYS})
         self._client = SchemaRegistryClient(conf)
         self._schemas: dict[int, tuple[Schema, Any]] = {}
 
@@ -383,8 +390,18 @@ class AvroConverter:
         hit = self._schemas.get(schema_id)
         if hit is None:
             import fastavro
+            from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-            registered = self._client.get_schema(schema_id)
+            try:
+                registered = self._client.get_schema(schema_id)
+            except SchemaRegistryError as exc:
+                if exc.http_status_code == 404 or 40400 <= (exc.error_code or 0) < 40500:
+                    raise ValueError(f"schema id {schema_id} is not in the Schema Registry: {exc}") from exc
+                raise RegistryUnavailable(f"Schema Registry error for schema id {schema_id}: {exc}") from exc
+            except Exception as exc:
+                raise RegistryUnavailable(
+                    f"Schema Registry unreachable for schema id {schema_id}: {exc}"
+                ) from exc
             if registered.schema_type not in (None, "AVRO"):
                 raise ValueError(f"schema id {schema_id} is {registered.schema_type}, not AVRO")
             writer = json.loads(registered.schema_str)
@@ -396,42 +413,50 @@ class AvroConverter:
         import fastavro
 
         if len(data) < 5 or data[0] != 0:
-            raise ValueError("Unknown magic byte! (not Confluent Avro wire format)")
+            raise ValueError(
+                "Unknown magic byte: Confluent Avro data starts with magic byte 0 and a 4-byte schema id"
+            )
         writer, parsed = self._schema(int.from_bytes(data[1:5], "big"))
         return fastavro.schemaless_reader(io.BytesIO(data[5:]), parsed, None), writer
 
 
 # --------------------------------------------------------------------------- configuration
 
-
-def _side_config(props: Mapping[str, str], side: str) -> tuple[str, dict[str, str]]:
-    prefix = f"{side}.converter."
-    cls = (props.get(f"{side}.converter") or _DEFAULTS[side]).strip()
-    sub = {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
-    if f"{side}.converter" not in props and side == "value":
-        sub.setdefault("schemas.enable", "false")
-    return cls, sub
+DEFAULT_CONVERTERS: dict[str, str] = {"key.converter": STRING_CONVERTER, "value.converter": JSON_CONVERTER}
+"""Used when a converter is not configured (documented in docs/configuration.md)."""
 
 
-def converter_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
-    """Every converter setting that is wrong, for one combined ConfigError."""
+def _sub(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    dotted = prefix + "."
+    return {k[len(dotted) :]: v for k, v in props.items() if k.startswith(dotted)}
+
+
+def converter_problems(
+    props: Mapping[str, str], defaults: Mapping[str, str] | None = None
+) -> list[ConfigProblem]:
+    """Every converter setting that is wrong (``key.converter``, ``value.converter`` and their
+    sub-keys), so the caller can report them together with the rest of the config."""
+    defaults = DEFAULT_CONVERTERS if defaults is None else defaults
     problems: list[ConfigProblem] = []
-    for side in ("key", "value"):
-        cls, sub = _side_config(props, side)
+    for prefix in ("key.converter", "value.converter"):
+        cls = (props.get(prefix) or defaults[prefix]).strip()
+        sub = _sub(props, prefix)
         if cls not in _KNOWN:
             problems.append(
-                ConfigProblem(f"{side}.converter", cls, "unsupported converter; use one of " + ", ".join(_KNOWN))
+                ConfigProblem(
+                    prefix, cls, f"unsupported converter class {cls!r}; use one of " + ", ".join(_KNOWN)
+                )
             )
             continue
-        enable = sub.get("schemas.enable", "true").strip().lower()
-        if cls == JSON_CONVERTER and enable not in ("true", "false"):
-            problems.append(
-                ConfigProblem(f"{side}.converter.schemas.enable", sub["schemas.enable"], "must be true or false")
-            )
+        enable = sub.get("schemas.enable")
+        if cls == JSON_CONVERTER and enable is not None and enable.strip().lower() not in ("true", "false"):
+            problems.append(ConfigProblem(f"{prefix}.schemas.enable", enable, "must be true or false"))
         if cls == AVRO_CONVERTER and not sub.get("schema.registry.url", "").strip():
             problems.append(
                 ConfigProblem(
-                    f"{side}.converter.schema.registry.url", "", "required by io.confluent.connect.avro.AvroConverter"
+                    prefix,
+                    cls,
+                    f"{prefix}.schema.registry.url is required for io.confluent.connect.avro.AvroConverter",
                 )
             )
         if cls == STRING_CONVERTER:
@@ -439,22 +464,27 @@ def converter_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
             try:
                 "".encode(enc)
             except LookupError:
-                problems.append(ConfigProblem(f"{side}.converter.encoding", enc, "unknown encoding"))
+                problems.append(ConfigProblem(f"{prefix}.converter.encoding", enc, "unknown encoding"))
     return problems
 
 
-def make_converter(props: Mapping[str, str], side: str) -> Converter:
-    """Build the ``key`` or ``value`` converter (call :func:`converter_problems` first)."""
-    cls, sub = _side_config(props, side)
+def build_converter(cls: str, props: Mapping[str, str], prefix: str) -> Converter:
+    """The converter ``cls`` configured from ``<prefix>.*`` keys (validate with converter_problems).
+
+    A JsonConverter whose ``schemas.enable`` is absent gets Connect's default ``true``, except when
+    the class itself was not configured (our default is schemaless JSON, see the module docs).
+    """
+    sub = _sub(props, prefix)
     if cls == STRING_CONVERTER:
         return StringConverter(sub.get("converter.encoding") or sub.get("encoding") or "utf-8")
     if cls == BYTEARRAY_CONVERTER:
         return ByteArrayConverter()
     if cls == JSON_CONVERTER:
-        return JsonConverter(sub.get("schemas.enable", "true").strip().lower() == "true")
+        default = "true" if prefix in props else "false"
+        return JsonConverter(sub.get("schemas.enable", default).strip().lower() == "true")
     if cls == AVRO_CONVERTER:
         return AvroConverter(sub["schema.registry.url"].split(",")[0].strip(), sub)
-    raise ValueError(f"unsupported converter {cls}")
+    raise ValueError(f"unsupported converter class {cls!r}")
 
 
 def _header_value(v: bytes | None) -> Any:
@@ -466,25 +496,21 @@ def _header_value(v: bytes | None) -> Any:
         return v
 
 
-@dataclass
-class _Failure:
-    """A message that failed conversion: the original message and the error."""
-
-    message: Any
-    error: ConversionError
-
-
 class RecordConverter:
-    """Converts batches of consumed messages into SinkRecords (keys, values, headers, timestamps).
+    """Converts consumed messages into SinkRecords (key, value, headers, timestamp).
 
     Args:
         key: the key converter.
         value: the value converter.
         parse_value: ``topic -> bool``; when it returns False and the value converter is
-            schemaless JSON, values are not parsed (only ``raw_value`` is set).
+            schemaless JSON, values are not parsed: ``raw_value`` carries the text and ``value``
+            the same bytes (a text with a line break is still parsed: the JSON format re-encodes
+            those so every record stays on one line). Invalid JSON then passes through unchecked.
     """
 
-    def __init__(self, key: Converter, value: Converter, parse_value: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self, key: Converter, value: Converter, parse_value: Callable[[str], bool] | None = None
+    ) -> None:
         self.key = key
         self.value = value
         self._parse_value = parse_value or (lambda _t: True)
@@ -498,57 +524,77 @@ class RecordConverter:
             self._skip_cache[topic] = hit
         return hit
 
-    def convert(self, messages: Sequence[Any]) -> tuple[list[SinkRecord], list[_Failure]]:
-        """Convert a batch. Returns the records and the messages that failed, in order.
+    def convert(self, msg: MessageLike) -> SinkRecord:
+        """One message → SinkRecord.
 
-        A failed message does not stop the batch: the caller decides (error policy / DLQ).
+        Raises:
+            ConversionError: naming topic, partition, offset and whether key or value failed.
         """
-        records: list[SinkRecord] = []
-        failures: list[_Failure] = []
-        kconv = self.key.convert
-        vconv = self.value.convert
-        raw_json = self._raw_json
-        for msg in messages:
-            topic = msg.topic()
-            kbytes = msg.key()
-            vbytes = msg.value()
-            part = "key"
-            try:
-                key, kschema = (None, None) if kbytes is None else kconv(topic, kbytes)
-                part = "value"
-                raw = None
-                if vbytes is None:
-                    value, vschema = None, None
-                elif raw_json:
-                    raw = vbytes
-                    # a raw text with a line break must be parsed: the JSON format re-encodes it
-                    if self._skip_parse(topic) and b"\n" not in vbytes:
-                        value, vschema = vbytes, None
-                    else:
-                        value, vschema = vconv(topic, vbytes)
+        topic = msg.topic() or ""
+        kbytes = msg.key()
+        vbytes = msg.value()
+        part = "key"
+        try:
+            key, kschema = (None, None) if kbytes is None else self.key.convert(topic, kbytes)
+            part = "value"
+            raw = None
+            if vbytes is None:
+                value, vschema = None, None
+            elif self._raw_json:
+                raw = vbytes
+                if b"\n" not in vbytes and self._skip_parse(topic):
+                    value, vschema = vbytes, None
                 else:
-                    value, vschema = vconv(topic, vbytes)
-            except Exception as exc:  # noqa: BLE001 - any converter failure is a record error
-                err = ConversionError(
-                    f"{type(exc).__name__}: {exc}", topic, msg.partition(), msg.offset(), part
-                )
-                err.__cause__ = exc
-                failures.append(_Failure(msg, err))
-                continue
-            ts_type, ts = msg.timestamp()
-            hdrs = msg.headers()
-            records.append(
-                SinkRecord(
-                    topic,
-                    msg.partition(),
-                    msg.offset(),
-                    ts if ts_type else None,
-                    key,
-                    value,
-                    tuple((n, _header_value(v)) for n, v in hdrs) if hdrs else (),
-                    kschema,
-                    vschema,
-                    raw,
-                )
-            )
+                    value, vschema = self.value.convert(topic, vbytes)
+            else:
+                value, vschema = self.value.convert(topic, vbytes)
+        except Exception as exc:
+            raise ConversionError(
+                str(exc) if isinstance(exc, RegistryUnavailable) else f"{type(exc).__name__}: {exc}",
+                topic,
+                msg.partition() or 0,
+                msg.offset() or 0,
+                part,
+                retriable=isinstance(exc, RegistryUnavailable),
+            ) from exc
+        ts_type, ts = msg.timestamp()
+        hdrs = msg.headers()
+        return SinkRecord(
+            topic,
+            msg.partition() or 0,
+            msg.offset() or 0,
+            ts if ts_type else None,
+            key,
+            value,
+            tuple((n, _header_value(v)) for n, v in hdrs) if hdrs else (),
+            kschema,
+            vschema,
+            raw,
+        )
+
+    def convert_batch(
+        self, messages: Sequence[MessageLike]
+    ) -> tuple[list[SinkRecord], list[tuple[MessageLike, ConversionError]]]:
+        """Convert a batch; failed messages are returned with their error, in order, so the
+        caller applies the error policy (DLQ, skip, stop) without losing the rest."""
+        records: list[SinkRecord] = []
+        failures: list[tuple[MessageLike, ConversionError]] = []
+        convert = self.convert
+        append = records.append
+        for msg in messages:
+            try:
+                append(convert(msg))
+            except ConversionError as err:
+                failures.append((msg, err))
         return records, failures
+
+
+def record_converter(
+    props: Mapping[str, str], parse_value: Callable[[str], bool] | None = None
+) -> RecordConverter:
+    """The RecordConverter the connector config asks for (validate with converter_problems)."""
+    convs = []
+    for prefix in ("key.converter", "value.converter"):
+        cls = (props.get(prefix) or DEFAULT_CONVERTERS[prefix]).strip()
+        convs.append(build_converter(cls, props, prefix))
+    return RecordConverter(convs[0], convs[1], parse_value)
