@@ -130,3 +130,32 @@ def test_csv_with_headers(spark, tmp_path: Path) -> None:
     assert agg.street == "9 Main St"
     row = df.where("id = 0").select("name", "note").first()
     assert row.name == 'ördér-0 ✓, "quoted"' and row.note == "note 0\nsecond line"
+
+
+def test_rolled_parquet_files_after_schema_changes_merge_in_spark(spark, tmp_path: Path) -> None:
+    from tests.unit.formats.records import record
+
+    v1 = {"type": "record", "name": "U", "fields": [{"name": "id", "type": "long"}]}
+    v2 = {
+        "type": "record",
+        "name": "U",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "email", "type": ["null", "string"], "default": None},
+        ],
+    }
+    recs = [
+        record(0, {"id": 0}, schema=v1),
+        record(1, {"id": 1, "email": "a@x"}, schema=v2),  # newer: new file
+        record(2, {"id": 2}, schema=v1),  # older: projected onto v2 under BACKWARD
+        record(3, {"id": 3, "extra-field": "ü"}),  # schemaless: new file, inferred schema
+    ]
+    out = _dir(tmp_path, "evolved")
+    settings = FormatSettings(format=StoreFormat.PARQUET, schema_compatibility="BACKWARD")
+    paths = write_rolling(out, settings, recs)
+    assert len(paths) == 3
+    df = spark.read.option("mergeSchema", "true").parquet(str(out))
+    rows = {r.id: r.asDict() for r in df.collect()}
+    assert set(rows) == {0, 1, 2, 3}
+    assert rows[1]["email"] == "a@x" and rows[2]["email"] is None
+    assert rows[3]["extra-field"] == "ü"
