@@ -82,6 +82,7 @@ class RowBuilder:
     def __init__(self, settings: FormatSettings, format_name: str) -> None:
         self.envelope = settings.envelope
         self.format_name = format_name
+        self._compatibility = settings.schema_compatibility
         self.value = _Part("Value", settings.schema_compatibility)
         with_key = self.envelope is not None and self.envelope.key
         self.key = _Part("Key", settings.schema_compatibility) if with_key else None
@@ -93,6 +94,11 @@ class RowBuilder:
         envelope = self.envelope
         value_part, key_part = self.value, self.key
         for index, record in enumerate(records):
+            if not self.count and not self.frozen:
+                # nothing accepted yet: forget what a rejected first record may have recorded
+                value_part = self.value = _Part("Value", self._compatibility)
+                if key_part is not None:
+                    key_part = self.key = _Part("Key", self._compatibility)
             value = record.value
             if envelope is None and value is None:
                 raise RecordFormatError(

@@ -210,3 +210,16 @@ def test_unusable_schema_rejects_the_call_and_keeps_the_writer(tmp_path: Path) -
     assert writer.write(orders(2)) == 2
     writer.close()
     assert len(_read(tmp_path / "s.avro")[1]) == 2
+
+
+def test_rejected_first_record_leaves_no_schema_behind(tmp_path: Path) -> None:
+    settings = FormatSettings(format=StoreFormat.AVRO, envelope=EnvelopeFields())
+    writer = get_format(settings).open(tmp_path / "f.avro")
+    with pytest.raises(RecordFormatError, match="cannot infer"):
+        # the value schema is fine, the schemaless key is not
+        writer.write([record(0, {"id": 1}, schema=ORDER_SCHEMA, key={"k": object()})])
+    other = {"type": "record", "name": "Other", "fields": [{"name": "x", "type": "long"}]}
+    assert writer.write([record(1, {"x": 5}, schema=other, key="k", key_schema="string")]) == 1
+    writer.close()
+    _, rows = _read(tmp_path / "f.avro")
+    assert rows[0]["value"] == {"x": 5}
