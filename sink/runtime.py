@@ -1,0 +1,430 @@
+"""The Kafka side of a sink task: consume, convert, put, and commit only what is durable.
+
+One :class:`SinkRuntime` drives one :class:`sink.task.SinkTask` from a confluent-kafka consumer in
+group ``connect-<name>`` (the group Kafka Connect would use), as a Connect worker does:
+
+* **Assignment** → ``task.open(partitions)`` returns where each partition resumes (the storage
+  index is the source of truth for exactly-once), and the consumer is assigned at those offsets.
+  Partitions the task has no position for start at the group's committed offset.
+* **Consume** in batches (``consume(num_messages=...)``), convert key and value, hand the records
+  to ``task.put``. Records that cannot be converted or written follow the error policy
+  (:mod:`sink.errors_policy`): with ``errors.tolerance=all`` they are logged and/or sent to the
+  dead-letter topic and skipped; otherwise the task stops with a message naming topic, partition
+  and offset.
+* **Commit**: every ``offset.flush.interval.ms`` (default 1 s here; Connect uses 60 s) the consumed
+  positions go through ``task.pre_commit``, and only the offsets it returns, which never pass data
+  that is not yet committed to storage, are committed to Kafka.
+* **Revocation** → pre-commit and commit what is durable, then ``task.close(partitions)``; what
+  close does with open files is the task's documented choice (the next owner replays the rest).
+* **Storage errors** that are retriable rewind the affected partitions to their last commit
+  (close + open + seek) and try again after ``connect.s3.retry.interval``, up to
+  ``connect.s3.max.retries`` times; nothing is ever skipped or written twice because of a retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kcql.errors import ConfigError, ConfigProblem, SinkError
+from kcql.model import SinkPlan
+from sink.config_files import ConnectorConfig, mask
+from sink.converters import BYTES_CONVERTER, JSON_CONVERTER, ConversionError, RecordConverter, build_converter
+from sink.dlq import DeadLetterQueue
+from sink.errors_policy import parse_error_settings
+from sink.record import SinkRecord, TopicPartition
+
+
+def missing_kcql_message(topic: str) -> str:
+    """Lenses' text for a topic no statement reads, so users recognise it."""
+    return (
+        f"Can't find the KCQL for source topic [{topic}]. The topics defined via [topics] or "  # noqa: S608
+        "[topics.regex] need to have an equivalent KCQL statement: "
+        "INSERT INTO {DESTINATION} SELECT * FROM {TOPIC}."
+    )
+
+
+__all__ = ["RuntimeOptions", "SinkRuntime", "TaskFailedError", "consumer_config", "resolve_subscription"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONVERTERS = {"key.converter": BYTES_CONVERTER, "value.converter": JSON_CONVERTER}
+"""Used when the config names no converter. Connect's own worker default is the JsonConverter with
+schemas; a sink needs some default, and bytes-for-keys / JSON-for-values reads the commonest
+topics without failing on a non-JSON key."""
+
+
+class TaskFailedError(SinkError):
+    """The task stopped on an error it must not tolerate; the message says which record and why."""
+
+
+class SinkTaskLike(Protocol):
+    def start(self, config: dict[str, str]) -> None: ...
+    def open(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]: ...
+    def put(self, records: Sequence[SinkRecord]) -> None: ...
+    def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]: ...
+    def close(self, partitions: list[TopicPartition]) -> None: ...
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    bootstrap: str
+    task_id: int = 0
+    batch_size: int = 2000
+    poll_timeout: float = 0.2
+    commit_interval: float = 1.0
+    """Seconds between pre_commit → Kafka commit rounds (``offset.flush.interval.ms``)."""
+
+
+def consumer_config(cfg: ConnectorConfig, bootstrap: str) -> dict[str, Any]:
+    """librdkafka settings for the task's consumer; ``consumer.override.*`` keys pass through."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"connect-{cfg.name}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "group.protocol": "classic",
+        "partition.assignment.strategy": "range",
+        "fetch.wait.max.ms": 100,
+        "topic.metadata.refresh.interval.ms": 5000,
+        "client.id": f"kcql-sink-{cfg.name}",
+    }
+    for key, value in cfg.props.items():
+        if key.startswith("consumer.override."):
+            conf[key[len("consumer.override.") :]] = value
+    return conf
+
+
+def resolve_subscription(
+    props: Mapping[str, str], plans: Sequence[SinkPlan]
+) -> tuple[list[str], list[ConfigProblem]]:
+    """The topics (or one ``^regex``) to subscribe to, and problems with topics vs KCQL sources."""
+    problems: list[ConfigProblem] = []
+    topics = [t.strip() for t in (props.get("topics") or "").split(",") if t.strip()]
+    regex = (props.get("topics.regex") or "").strip()
+    if topics and regex:
+        problems.append(ConfigProblem("topics.regex", regex, "set either topics or topics.regex, not both"))
+    if regex:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            problems.append(ConfigProblem("topics.regex", regex, f"not a valid regular expression: {exc}"))
+        return [regex if regex.startswith("^") else "^" + regex], problems
+    if not topics:
+        topics = [p.source for p in plans if p.source != "*"]
+        if any(p.source == "*" for p in plans):
+            problems.append(
+                ConfigProblem(
+                    "topics",
+                    "",
+                    "a KCQL statement reads from `*`: name the topics with topics or topics.regex",
+                )
+            )
+    problems += [
+        ConfigProblem("topics", props.get("topics", ""), missing_kcql_message(topic))
+        for topic in topics
+        if not any(p.matches_topic(topic) for p in plans)
+    ]
+    return topics, problems
+
+
+class SinkRuntime:
+    """Runs one task until ``stop`` is set or the task fails."""
+
+    def __init__(
+        self,
+        cfg: ConnectorConfig,
+        options: RuntimeOptions,
+        task_factory: Callable[[], SinkTaskLike] | None = None,
+    ) -> None:
+        import kcql
+
+        self.cfg = cfg
+        self.options = options
+        problems: list[ConfigProblem] = []
+        try:
+            self.plans = kcql.parse(cfg.props.get("connect.s3.kcql", ""))
+        except ValueError as exc:
+            problems.append(ConfigProblem("connect.s3.kcql", cfg.props.get("connect.s3.kcql", ""), str(exc)))
+            self.plans = ()
+        self.errors, error_problems = parse_error_settings(cfg.props)
+        problems += error_problems
+        self.converter = self._build_converter(problems)
+        self.subscription, sub_problems = (
+            resolve_subscription(cfg.props, self.plans) if self.plans else ([], [])
+        )
+        problems += sub_problems
+        if problems:
+            raise ConfigError(problems)
+        if task_factory is None:
+            from sink.task import SinkTask
+
+            task_factory = SinkTask
+        self.task = task_factory()
+        self.consumer: Consumer | None = None
+        self.dlq: DeadLetterQueue | None = None
+        self.assigned: set[TopicPartition] = set()
+        self.positions: dict[TopicPartition, int] = {}
+        """Next offset to hand to the task, per assigned partition (consumed + skipped)."""
+        self.committed: dict[TopicPartition, int] = {}
+        self.records_in = 0
+        self.errors_tolerated = 0
+        self._failure: BaseException | None = None
+
+    def _build_converter(self, problems: list[ConfigProblem]) -> RecordConverter | None:
+        props = self.cfg.props
+        converters = []
+        for prefix in ("key.converter", "value.converter"):
+            class_name = props.get(prefix, DEFAULT_CONVERTERS[prefix])
+            try:
+                converters.append(build_converter(class_name, props, prefix))
+            except ValueError as exc:
+                problems.append(ConfigProblem(prefix, mask(prefix, class_name), str(exc)))
+        if len(converters) != 2:
+            return None
+        return RecordConverter(converters[0], converters[1])
+
+    # --- rebalance callbacks (run inside consume()) -------------------------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [TopicPartition(p.topic, p.partition) for p in partitions]
+        for tp in tps:
+            if not any(plan.matches_topic(tp.topic) for plan in self.plans):
+                self._failure = TaskFailedError(missing_kcql_message(tp.topic))
+        try:
+            resume = self.task.open(tps)
+        except BaseException as exc:  # noqa: BLE001 - stop the loop with this error, do not lose it
+            self._failure = exc
+            resume = {}
+        for p, tp in zip(partitions, tps, strict=True):
+            if tp in resume:
+                p.offset = resume[tp]
+            self.assigned.add(tp)
+        log.info("assigned %s", ", ".join(f"{tp}@{p.offset}" for tp, p in zip(tps, partitions, strict=True)))
+        consumer.assign(partitions)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [tp for p in partitions if (tp := TopicPartition(p.topic, p.partition)) in self.assigned]
+        if not tps:
+            return
+        log.info("revoking %s", ", ".join(map(str, tps)))
+        try:
+            self._commit(only=set(tps))
+        finally:
+            self._close(tps)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [tp for p in partitions if (tp := TopicPartition(p.topic, p.partition)) in self.assigned]
+        if not tps:
+            return
+        log.warning("partitions lost (another member owns them now): %s", ", ".join(map(str, tps)))
+        self._close(tps)
+
+    def _close(self, tps: list[TopicPartition]) -> None:
+        try:
+            self.task.close(tps)
+        finally:
+            for tp in tps:
+                self.assigned.discard(tp)
+                self.positions.pop(tp, None)
+                self.committed.pop(tp, None)
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Consume until ``stop`` is set. Raises TaskFailedError (or the task's error) on failure."""
+        props = dict(self.cfg.props)
+        self.task.start(props)
+        if self.errors.dlq_topic:
+            self.dlq = DeadLetterQueue(
+                self.options.bootstrap,
+                self.errors.dlq_topic,
+                self.cfg.name,
+                self.options.task_id,
+                self.errors.dlq_context_headers,
+                self.errors.dlq_replication_factor,
+            )
+        consumer = Consumer(consumer_config(self.cfg, self.options.bootstrap))
+        self.consumer = consumer
+        consumer.subscribe(
+            self.subscription, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
+        next_commit = time.monotonic() + self.options.commit_interval
+        try:
+            while not stop.is_set():
+                messages = consumer.consume(
+                    num_messages=self.options.batch_size, timeout=self.options.poll_timeout
+                )
+                if self._failure is not None:
+                    raise self._failure
+                if messages:
+                    self._process(messages)
+                if time.monotonic() >= next_commit:
+                    self._commit()
+                    next_commit = time.monotonic() + self.options.commit_interval
+            self._commit()
+        finally:
+            self._shutdown()
+
+    def _process(self, messages: list[Message]) -> None:
+        good: list[Message] = []
+        for msg in messages:
+            err = msg.error()
+            if err is None:
+                good.append(msg)
+            elif err.code() == KafkaError._PARTITION_EOF:
+                continue
+            elif err.fatal():
+                raise TaskFailedError(f"the Kafka consumer failed: {err.str()}")
+            else:
+                log.warning("consumer error (will retry): %s", err.str())
+        if not good:
+            return
+        assert self.converter is not None  # noqa: S101 - checked at construction
+        records = []
+        for msg in good:
+            tp = TopicPartition(msg.topic(), msg.partition())
+            if tp not in self.assigned:
+                continue  # a message fetched before a revocation completed
+            try:
+                record = self.converter.convert(msg)
+            except ConversionError as exc:
+                self._tolerate(
+                    msg, "KEY_CONVERTER" if "the record key" in str(exc) else "VALUE_CONVERTER", exc
+                )
+                self.positions[tp] = msg.offset() + 1
+                continue
+            if record.value is None and record.raw_value is None:
+                if self.errors.null_values == "ignore":
+                    self.positions[tp] = msg.offset() + 1
+                    continue
+                if self.errors.null_values == "fail":
+                    self._tolerate(
+                        msg,
+                        "TASK_PUT",
+                        TaskFailedError(
+                            f"null value (tombstone) at {record.where} and behavior.on.null.values=fail"
+                        ),
+                    )
+                    self.positions[tp] = msg.offset() + 1
+                    continue
+            records.append((msg, record))
+        self._put(records)
+
+    def _put(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
+        """Hand records to the task; a bad record is isolated, reported, and the rest retried."""
+        attempts = 0
+        while pairs:
+            try:
+                self.task.put([rec for _, rec in pairs])
+            except SinkError as exc:
+                failed = getattr(exc, "record", None)
+                if failed is not None:
+                    index = next((i for i, (_, rec) in enumerate(pairs) if rec is failed), None)
+                    if index is not None:
+                        msg = pairs[index][0]
+                        self._tolerate(msg, "TASK_PUT", exc)
+                        self.positions[TopicPartition(msg.topic(), msg.partition())] = msg.offset() + 1
+                        self._note_positions(pairs[:index])
+                        pairs = pairs[index + 1 :]
+                        continue
+                if not (exc.retriable and self.errors.retry_storage and attempts < self.errors.max_retries):
+                    raise
+                attempts += 1
+                log.warning(
+                    "storage error, rewinding to the last commit and retrying (%d/%d) in %d ms: %s",
+                    attempts,
+                    self.errors.max_retries,
+                    self.errors.retry_interval_ms,
+                    exc,
+                )
+                time.sleep(self.errors.retry_interval_ms / 1000)
+                self._rewind({TopicPartition(m.topic(), m.partition()) for m, _ in pairs})
+                return  # the consumer re-delivers from the rewound positions
+            else:
+                self._note_positions(pairs)
+                return
+
+    def _note_positions(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
+        for msg, _ in pairs:
+            self.positions[TopicPartition(msg.topic(), msg.partition())] = msg.offset() + 1
+        self.records_in += len(pairs)
+
+    def _rewind(self, tps: set[TopicPartition]) -> None:
+        assert self.consumer is not None  # noqa: S101
+        tp_list = sorted(tps)
+        self.task.close(tp_list)
+        resume = self.task.open(tp_list)
+        for tp in tp_list:
+            offset = resume.get(tp, self.committed.get(tp))
+            if offset is None:
+                continue
+            self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
+            self.positions.pop(tp, None)
+
+    def _tolerate(self, msg: Message, stage: str, exc: BaseException) -> None:
+        where = f"topic {msg.topic()!r} partition {msg.partition()} offset {msg.offset()}"
+        if not self.errors.tolerate_records:
+            message = str(exc) if where in str(exc) else f"{exc} ({where})"
+            raise TaskFailedError(
+                f"stopping on a record that cannot be written: {message}. "
+                "Set errors.tolerance=all (optionally with errors.deadletterqueue.topic.name) "
+                "to skip such records."
+            )
+        self.errors_tolerated += 1
+        if self.errors.log_enable or self.dlq is None:
+            log.error("skipping a record at %s (%s): %s", where, stage, exc)
+        if self.dlq is not None:
+            self.dlq.send(msg, stage, exc)
+
+    def _commit(self, only: set[TopicPartition] | None = None) -> None:
+        if self.consumer is None:
+            return
+        current = {tp: off for tp, off in self.positions.items() if only is None or tp in only}
+        if not current:
+            return
+        safe = self.task.pre_commit(current)
+        offsets = [
+            KafkaTopicPartition(tp.topic, tp.partition, off)
+            for tp, off in safe.items()
+            if off is not None
+            and off >= 0
+            and off != self.committed.get(tp)
+            and (only is None or tp in only)
+            and tp in self.assigned
+        ]
+        if not offsets:
+            return
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            log.warning("offset commit failed (will retry at the next round): %s", exc)
+            return
+        for p in offsets:
+            self.committed[TopicPartition(p.topic, p.partition)] = p.offset
+
+    def _shutdown(self) -> None:
+        tps = sorted(self.assigned)
+        try:
+            if tps:
+                self._close(tps)
+        finally:
+            try:
+                if self.consumer is not None:
+                    self.consumer.close()
+            finally:
+                try:
+                    self.task.stop()
+                finally:
+                    if self.dlq is not None:
+                        self.dlq.close()
