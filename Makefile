@@ -25,8 +25,9 @@ test: $(STAMP) lint
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
+# Embedded Tansu broker + local storage (or SeaweedFS with S3=1), sample data, the sink, a Spark SQL query.
 demo: $(STAMP)
-	@echo "make demo: not yet available (see issue 10); try: $(VENV)/bin/kcql-sink kcql explain --json -"
+	$(PY) -m sink.demo $(if $(S3),--s3,)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache demo-data
