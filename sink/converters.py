@@ -483,8 +483,11 @@ def build_converter(cls: str, props: Mapping[str, str], prefix: str) -> Converte
         default = "true" if prefix in props else "false"
         return JsonConverter(sub.get("schemas.enable", default).strip().lower() == "true")
     if cls == AVRO_CONVERTER:
-        return AvroConverter(sub["schema.registry.url"].split(",")[0].strip(), sub)
-    raise ValueError(f"unsupported converter class {cls!r}")
+        url = (sub.get("schema.registry.url") or "").split(",")[0].strip()
+        if not url:
+            raise ValueError(f"{prefix}.schema.registry.url is required for {AVRO_CONVERTER}")
+        return AvroConverter(url, sub)
+    raise ValueError(f"unsupported converter class {cls!r}; use one of " + ", ".join(_KNOWN))
 
 
 def _header_value(v: bytes | None) -> Any:
