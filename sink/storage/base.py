@@ -1,0 +1,173 @@
+"""The one small storage interface the committer and the exactly-once index need.
+
+Both backends (a local directory and S3) offer the same operations with the same guarantees, so
+the commit protocol in :mod:`sink.committer` is written once:
+
+* objects appear atomically (no reader ever sees half a file);
+* ``put_*`` and ``copy`` can be conditional (``if_none_match``: only if the key does not exist;
+  ``if_match``: only if its current etag is the given one), which is what fences zombie tasks;
+* every backend error surfaces as :class:`StorageError` (``retriable`` says whether trying again
+  may help) or :class:`PreconditionFailed`, never as a raw ``botocore``/``OSError`` exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from kcql.errors import SinkError
+
+__all__ = [
+    "ObjectInfo",
+    "ObjectNotFound",
+    "PreconditionFailed",
+    "Storage",
+    "StorageError",
+    "StoredObject",
+    "TransientStorageError",
+    "bucket_name_problem",
+    "map_exceptions",
+]
+
+
+class StorageError(SinkError):
+    """A storage operation failed. The message names the operation and the object (never a secret)."""
+
+    retriable: ClassVar[bool] = False
+
+
+class TransientStorageError(StorageError):
+    """A failure that may go away when retried (throttling, a 5xx, a dropped connection, a timeout)."""
+
+    retriable: ClassVar[bool] = True
+
+
+class PreconditionFailed(StorageError):
+    """A conditional write or copy was refused: the object exists (``if_none_match``) or changed
+    (``if_match``). For the index this means another task took the partition over."""
+
+
+class ObjectNotFound(StorageError):
+    """The object (or, for ``copy``, its source) does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    """One listed or HEAD-ed object."""
+
+    key: str
+    size: int
+    etag: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredObject:
+    """An object's bytes and the etag to pass as ``if_match`` when replacing it."""
+
+    data: bytes
+    etag: str
+
+
+_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid S3 bucket name (AWS's general-purpose rules), ``None`` if it is.
+
+    Checked at start-up so that a typo in the KCQL target fails with this sentence instead of an
+    opaque ``InvalidBucketName`` from the first upload.
+    """
+    if not 3 <= len(name) <= 63:
+        return f"bucket names are 3 to 63 characters long, {name!r} has {len(name)}"
+    if not _BUCKET_RE.fullmatch(name):
+        return (
+            f"bucket name {name!r} may only contain lower-case letters, digits, '.' and '-', "
+            "and must start and end with a letter or digit"
+        )
+    if ".." in name:
+        return f"bucket name {name!r} must not contain two adjacent periods"
+    with contextlib.suppress(ValueError):
+        ipaddress.IPv4Address(name)
+        return f"bucket name {name!r} must not look like an IP address"
+    return None
+
+
+@contextlib.contextmanager
+def map_exceptions(
+    describe: str, classify: Callable[[BaseException], type[StorageError] | None]
+) -> Iterator[None]:
+    """Translate backend exceptions into :class:`StorageError` subclasses (httpx's idea).
+
+    Args:
+        describe: what was attempted, e.g. ``"put s3://b/k"``; prefixed to the message.
+        classify: maps a raised exception to the error class to raise, or ``None`` to let it
+            through unchanged (programming errors must not be disguised as storage errors).
+    """
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:
+        target = classify(exc)
+        if target is None:
+            raise
+        raise target(f"{describe} failed: {exc}") from exc
+
+
+class Storage(ABC):
+    """A bucket-addressed object store (S3, or directories under a local root)."""
+
+    supports_conditional_writes: bool = True
+    """True when ``if_none_match``/``if_match`` are enforced atomically by the store. When False
+    the conditions are checked by a read before the write (a race window remains); see
+    ``docs/exactly-once.md``, *weaker mode*."""
+
+    @abstractmethod
+    def uri(self, bucket: str, key: str = "") -> str:
+        """``s3://bucket/key`` or ``file:///root/bucket/key``, for messages."""
+
+    @abstractmethod
+    def check_bucket(self, bucket: str) -> None:
+        """Raise :class:`StorageError` with a clear message unless ``bucket`` exists and is usable."""
+
+    @abstractmethod
+    def put_file(
+        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None
+    ) -> str:
+        """Upload a local file (multipart when large) and return the new object's etag."""
+
+    @abstractmethod
+    def put_bytes(
+        self, bucket: str, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
+    ) -> str:
+        """Write a small object and return its etag."""
+
+    @abstractmethod
+    def get(self, bucket: str, key: str) -> StoredObject:
+        """Read an object; raises :class:`ObjectNotFound` when absent."""
+
+    @abstractmethod
+    def head(self, bucket: str, key: str) -> ObjectInfo | None:
+        """Size and etag of an object, ``None`` when absent."""
+
+    @abstractmethod
+    def copy(self, bucket: str, source: str, dest: str, *, if_match: str | None = None) -> None:
+        """Copy ``source`` to ``dest`` in the same bucket (replacing ``dest``); ``if_match`` applies to
+        the source. Raises :class:`ObjectNotFound` when the source is absent."""
+
+    @abstractmethod
+    def delete(self, bucket: str, key: str) -> None:
+        """Delete an object; deleting an absent object succeeds (idempotent)."""
+
+    @abstractmethod
+    def list(self, bucket: str, prefix: str = "") -> Iterator[ObjectInfo]:
+        """Every object whose key starts with ``prefix``, in key order."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release connections."""
