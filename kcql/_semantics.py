@@ -1,0 +1,520 @@
+"""Meaning of a parsed KCQL statement: Lenses' checks and defaults, and the plan they produce.
+
+Every check raises :class:`KcqlSemanticError` positioned at the text that is wrong (the format
+name, the PARTITIONBY entry, the property key or value), so the user never has to guess which of
+several statements or properties is meant. Where Lenses silently ignores a mistake (an unknown
+property key, a malformed number) we refuse it: a typo in ``'flush.cuont'`` must not quietly run
+with a 50 000-record default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, cast
+
+from lark import Token
+
+from kcql.errors import KcqlSemanticError
+from kcql.model import (
+    DEFAULT_FLUSH_COUNT,
+    DEFAULT_FLUSH_INTERVAL,
+    DEFAULT_FLUSH_SIZE,
+    EnvelopeFields,
+    FileNaming,
+    FlushSettings,
+    Padding,
+    PartitionField,
+    SelectField,
+    SinkPlan,
+    StoreFormat,
+)
+
+if TYPE_CHECKING:
+    from kcql.parser import Name
+
+__all__ = [
+    "COMPRESSION_CODECS",
+    "KNOWN_PROPERTIES",
+    "LEGACY_KEYWORDS",
+    "SCHEMA_COMPATIBILITIES",
+    "RawStatement",
+    "compile_statement",
+]
+
+LEGACY_KEYWORDS = {
+    "WITH_FLUSH_COUNT": "flush.count",
+    "WITH_FLUSH_SIZE": "flush.size",
+    "WITH_FLUSH_INTERVAL": "flush.interval",
+    "WITHPARTITIONER": "partition.include.keys",
+}
+"""Lenses <= 6.x keywords and the >= 7.x property each one maps to."""
+
+ENVELOPE_FIELD_KEYS = (
+    "store.envelope.fields.key",
+    "store.envelope.fields.value",
+    "store.envelope.fields.headers",
+    "store.envelope.fields.metadata",
+)
+KNOWN_PROPERTIES = (
+    "flush.count",
+    "flush.size",
+    "flush.interval",
+    "partition.include.keys",
+    "store.envelope",
+    *ENVELOPE_FIELD_KEYS,
+    "padding.type",
+    "padding.char",
+    "padding.length.offset",
+    "padding.length.partition",
+    "key.suffix",
+    # kcql-sink extensions
+    "file.naming",
+    "compression.codec",
+    "compression.level",
+    "schema.compatibility",
+)
+"""Every PROPERTIES key the sink understands (Lenses' plus our extensions), lower case."""
+
+COMPRESSION_CODECS = (
+    "UNCOMPRESSED",
+    "GZIP",
+    "SNAPPY",
+    "ZSTD",
+    "LZ4",
+    "BROTLI",
+    "BZIP2",
+    "XZ",
+    "DEFLATE",
+    "LZO",
+)
+SCHEMA_COMPATIBILITIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
+_PADDING_TYPES = {"leftpad": "LeftPad", "rightpad": "RightPad", "noop": "NoOp"}
+_SPECIAL = ("_key", "_value", "_header", "_topic", "_partition", "_date")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass
+class RawStatement:
+    """What the tree walk found, before any meaning is attached. Built by :mod:`kcql.parser`."""
+
+    text: str
+    statement: str
+    line: int
+    target: Name | None = None
+    topic: Name | None = None
+    fields: list[tuple[Name, Name | None]] = field(default_factory=list)
+    ignore: list[Name] = field(default_factory=list)
+    nopartition: bool = False
+    partition_keyword: Token | None = None
+    partitions: list[Name] = field(default_factory=list)
+    storeas: Name | None = None
+    legacy: list[tuple[Token, Name]] = field(default_factory=list)
+    limit: Name | None = None
+    has_properties: bool = False
+    properties: list[tuple[Name, Name]] = field(default_factory=list)
+
+
+def _error(
+    raw: RawStatement, at: Token | Name, message: str, expected: tuple[str, ...] = ()
+) -> KcqlSemanticError:
+    tok = at if isinstance(at, Token) else at.first
+    return KcqlSemanticError(message, raw.text, tok.line or 1, tok.column or 1, expected)
+
+
+def compile_statement(raw: RawStatement) -> SinkPlan:
+    """Check one statement and build its plan with every default filled in."""
+    if raw.target is None or raw.topic is None:  # pragma: no cover - the grammar requires both
+        raise KcqlSemanticError("INSERT INTO and FROM are required", raw.text, raw.line, 1)
+    bucket, prefix = _target(raw, raw.target)
+    source = raw.topic.value
+    if not source.strip():
+        raise _error(raw, raw.topic, "the topic name is empty")
+    fmt = _format(raw)
+    props, given = _properties(raw)
+    partition_by = None if raw.nopartition else tuple(_partitions(raw))
+    flush = FlushSettings(
+        count=_positive(raw, props, given, "flush.count", DEFAULT_FLUSH_COUNT),
+        size=_positive(raw, props, given, "flush.size", DEFAULT_FLUSH_SIZE),
+        interval=_positive(raw, props, given, "flush.interval", DEFAULT_FLUSH_INTERVAL),
+    )
+    if fmt is StoreFormat.BYTES and flush.count != 1:
+        at = given.get("flush.count") or raw.storeas or raw.topic
+        raise _error(
+            raw,
+            at,
+            f"flush.count > 1 is not allowed for BYTES (flush.count is {flush.count}): a BYTES file holds "
+            "exactly one record; add PROPERTIES('flush.count'=1)",
+        )
+    include_keys = _include_keys(raw, props, given, partition_by)
+    envelope = _envelope(raw, props, given, fmt)
+    padding = _padding(raw, props, given)
+    limit = None
+    if raw.limit is not None:
+        if not _DIGITS.fullmatch(raw.limit.value):
+            raise _error(raw, raw.limit, f"LIMIT takes a whole number, not {raw.limit.value!r}")
+        limit = int(raw.limit.value)
+    return SinkPlan(
+        bucket=bucket,
+        prefix=prefix,
+        source=source,
+        format=fmt,
+        partition_by=partition_by,
+        include_keys=include_keys,
+        flush=flush,
+        envelope=envelope,
+        padding=padding,
+        naming=_choice_naming(raw, props, given),
+        key_suffix=props.get("key.suffix", ""),
+        compression_codec=_upper_choice(raw, props, given, "compression.codec", COMPRESSION_CODECS),
+        compression_level=_int(raw, props, given, "compression.level"),
+        schema_compatibility=cast(
+            Literal["NONE", "BACKWARD", "FORWARD", "FULL"],
+            _upper_choice(raw, props, given, "schema.compatibility", SCHEMA_COMPATIBILITIES) or "NONE",
+        ),
+        fields=tuple(SelectField(n.value, a.value if a else None) for n, a in raw.fields),
+        ignore=tuple(n.value for n in raw.ignore),
+        limit=limit,
+        properties=tuple(props.items()),
+        statement=raw.statement,
+        line=raw.line,
+    )
+
+
+# --------------------------------------------------------------------------- target, format
+
+
+def _target(raw: RawStatement, target: Name) -> tuple[str, str]:
+    text = target.value
+    parts = text.split(":")
+    if len(parts) > 2:
+        raise _error(
+            raw,
+            target,
+            f"invalid target {text!r}: more than one ':'; expected bucket or bucket:prefix",
+        )
+    bucket = parts[0].strip()
+    if not bucket:
+        raise _error(
+            raw, target, f"invalid target {text!r}: the bucket name is empty; expected bucket[:prefix]"
+        )
+    if "/" in bucket:
+        raise _error(raw, target, f"invalid bucket {bucket!r}: a bucket name cannot contain '/'")
+    prefix = parts[1].strip("/") if len(parts) == 2 else ""
+    return bucket, prefix
+
+
+def _format(raw: RawStatement) -> StoreFormat:
+    if raw.storeas is None:
+        return StoreFormat.JSON
+    name = raw.storeas.value.strip()
+    upper = name.upper()
+    if upper.startswith("BYTES_"):
+        raise _error(
+            raw,
+            raw.storeas,
+            f"Unsupported format - {name}: the BYTES variants such as Bytes_KeyAndValueWithSizes are no "
+            "longer supported; use BYTES",
+            tuple(f.value for f in StoreFormat),
+        )
+    try:
+        return StoreFormat(upper)
+    except ValueError:
+        raise _error(
+            raw, raw.storeas, f"Unsupported format - {name}", tuple(f.value for f in StoreFormat)
+        ) from None
+
+
+# --------------------------------------------------------------------------- PARTITIONBY
+
+
+def _segments(raw: RawStatement, entry: Name) -> list[str]:
+    """Split a PARTITIONBY entry on '.', keeping backtick (and quote) groups whole."""
+    segments = [""]
+    for tok in entry.tokens:
+        if tok.type == "NAME":
+            first, *rest = str(tok).split(".")
+            segments[-1] += first
+            segments.extend(rest)
+        else:
+            segments[-1] += str(tok)[1:-1]
+    if any(not s for s in segments):
+        raise _error(raw, entry, f"invalid PARTITIONBY entry {_spec(entry)!r}: a path segment is empty")
+    return segments
+
+
+def _spec(entry: Name) -> str:
+    return "".join(str(t).replace("`", "") if t.type != "STRING" else str(t)[1:-1] for t in entry.tokens)
+
+
+def _partitions(raw: RawStatement) -> list[PartitionField]:
+    out: list[PartitionField] = []
+    seen: dict[str, Name] = {}
+    for entry in raw.partitions:
+        spec = _spec(entry)
+        if spec.lower() in seen:
+            raise _error(raw, entry, f"The field {spec} appears twice in PARTITIONBY")
+        seen[spec.lower()] = entry
+        out.append(_partition_field(raw, entry, spec))
+    return out
+
+
+def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionField:
+    segments = _segments(raw, entry)
+    for segment in segments:
+        if "/" in segment or "\\" in segment:
+            raise _error(
+                raw,
+                entry,
+                f"invalid PARTITIONBY entry {spec!r}: name {segment!r} must not contain a slash character",
+            )
+    head = segments[0].lower()
+    rest = tuple(segments[1:])
+    # a quoted first segment (`_key`) is a field name, not the special source
+    first_quoted = entry.first.type != "NAME" or str(entry.first).split(".")[0] != segments[0]
+    if head not in _SPECIAL or first_quoted:
+        return PartitionField(spec, "value", tuple(segments))
+    if head == "_key":
+        return PartitionField(spec, "key", rest)
+    if head == "_value":
+        if not rest:
+            raise _error(
+                raw,
+                entry,
+                "cannot partition by Value partition field without path: write _value.<field> "
+                "(or just <field>)",
+            )
+        return PartitionField(spec, "value", rest)
+    if head == "_header":
+        if not rest:
+            raise _error(
+                raw,
+                entry,
+                "cannot partition by Header partition field without a header name: write _header.<name>",
+            )
+        return PartitionField(spec, "header", rest)
+    if head in ("_topic", "_partition"):
+        if rest:
+            what = head[1:]
+            raise _error(raw, entry, f"partitioning by {what} requires no path: write {head} alone")
+        return PartitionField(spec, "topic" if head == "_topic" else "partition", ())
+    # _date
+    if not rest:
+        raise _error(
+            raw,
+            entry,
+            "cannot partition by Date partition field without format: write _date.<pattern>, "
+            "e.g. _date.uuuu or _date.`uuuu-MM-dd`",
+        )
+    pattern = ".".join(rest)
+    _check_date_pattern(raw, entry, pattern)
+    return PartitionField(spec, "date", (pattern,))
+
+
+def _check_date_pattern(raw: RawStatement, entry: Name, pattern: str) -> None:
+    # The partitioner formats exactly the set its validator accepts; ask it, so the compiler never
+    # accepts a pattern the sink would fail on. Imported here: partitioners depend on kcql.model.
+    from partitioners.dates import DatePatternError, validate_date_pattern
+
+    try:
+        validate_date_pattern(pattern)
+    except DatePatternError as exc:
+        raise _error(
+            raw,
+            entry,
+            f"invalid PARTITIONBY entry {_spec(entry)!r}: {exc}",
+        ) from None
+
+
+# --------------------------------------------------------------------------- PROPERTIES
+
+
+def _same(key: str, a: str, b: str) -> bool:
+    if key.startswith("flush."):
+        return a.strip().isdigit() and b.strip().isdigit() and int(a) == int(b)
+    return a.strip().lower() == b.strip().lower()
+
+
+def _properties(raw: RawStatement) -> tuple[dict[str, str], dict[str, Name]]:
+    """Legacy keywords and PROPERTIES merged into one map (key -> value), plus where each value is."""
+    props: dict[str, str] = {}
+    where: dict[str, Name] = {}
+    for keyword, value in raw.legacy:
+        key = LEGACY_KEYWORDS[keyword.type]
+        text = value.value.strip()
+        if key == "partition.include.keys":
+            mapped = {"values": "false", "keysandvalues": "true"}.get(text.lower())
+            if mapped is None:
+                raise _error(
+                    raw,
+                    value,
+                    f"WITHPARTITIONER must be Values or KeysAndValues, not {text!r}",
+                    ("Values", "KeysAndValues"),
+                )
+            text = mapped
+        _put(raw, props, where, key, text, value, f"{keyword.type}")
+    for key_name, value in raw.properties:
+        key = key_name.value.strip().lower()
+        if key not in KNOWN_PROPERTIES:
+            raise _error(
+                raw,
+                key_name,
+                f"unknown property {key!r}; known properties: {', '.join(KNOWN_PROPERTIES)}",
+                KNOWN_PROPERTIES,
+            )
+        _put(raw, props, where, key, value.value, value, f"'{key}'")
+    return props, where
+
+
+def _put(
+    raw: RawStatement,
+    props: dict[str, str],
+    where: dict[str, Name],
+    key: str,
+    text: str,
+    at: Name,
+    label: str,
+) -> None:
+    if key in props:
+        if not _same(key, props[key], text):
+            raise _error(
+                raw,
+                at,
+                f"{label} sets {key} to {text!r} but the statement already sets it to {props[key]!r}",
+            )
+        return
+    props[key] = text
+    where[key] = at
+
+
+def _positive(
+    raw: RawStatement, props: dict[str, str], where: dict[str, Name], key: str, default: int
+) -> int:
+    if key not in props:
+        return default
+    text = props[key].strip()
+    if not _DIGITS.fullmatch(text) or int(text) <= 0:
+        raise _error(raw, where[key], f"{key} must be a positive whole number, not {props[key]!r}")
+    return int(text)
+
+
+def _int(raw: RawStatement, props: dict[str, str], where: dict[str, Name], key: str) -> int | None:
+    if key not in props:
+        return None
+    text = props[key].strip()
+    if not re.fullmatch(r"-?[0-9]+", text):
+        raise _error(raw, where[key], f"{key} must be a whole number, not {props[key]!r}")
+    return int(text)
+
+
+def _bool(
+    raw: RawStatement, props: dict[str, str], where: dict[str, Name], key: str, *, exact: bool = False
+) -> bool | None:
+    if key not in props:
+        return None
+    text = props[key].strip()
+    candidate = text if exact else text.lower()
+    if candidate not in ("true", "false"):
+        raise _error(raw, where[key], f"{key} must be true or false, not {props[key]!r}", ("true", "false"))
+    return candidate == "true"
+
+
+def _upper_choice(
+    raw: RawStatement, props: dict[str, str], where: dict[str, Name], key: str, choices: tuple[str, ...]
+) -> str | None:
+    if key not in props:
+        return None
+    value = props[key].strip().upper()
+    if value not in choices:
+        raise _error(
+            raw, where[key], f"{key} must be one of {', '.join(choices)}, not {props[key]!r}", choices
+        )
+    return value
+
+
+def _choice_naming(raw: RawStatement, props: dict[str, str], where: dict[str, Name]) -> FileNaming:
+    if "file.naming" not in props:
+        return FileNaming.LENSES
+    value = props["file.naming"].strip().lower()
+    try:
+        return FileNaming(value)
+    except ValueError:
+        choices = tuple(n.value for n in FileNaming)
+        raise _error(
+            raw,
+            where["file.naming"],
+            f"file.naming must be one of {', '.join(choices)}, not {props['file.naming']!r}",
+            choices,
+        ) from None
+
+
+def _include_keys(
+    raw: RawStatement,
+    props: dict[str, str],
+    where: dict[str, Name],
+    partition_by: tuple[PartitionField, ...] | None,
+) -> bool:
+    explicit = _bool(raw, props, where, "partition.include.keys")
+    if explicit is not None:
+        return explicit
+    # Lenses 5+ (PROPERTIES dialect): true with PARTITIONBY. The seed (<= 6.x, no PROPERTIES):
+    # Values, i.e. keys not in the path.
+    return bool(partition_by) and raw.has_properties
+
+
+def _envelope(
+    raw: RawStatement, props: dict[str, str], where: dict[str, Name], fmt: StoreFormat
+) -> EnvelopeFields | None:
+    on = _bool(raw, props, where, "store.envelope", exact=True)
+    flags = {k: _bool(raw, props, where, k, exact=True) for k in ENVELOPE_FIELD_KEYS}
+    given = [k for k, v in flags.items() if v is not None]
+    if given and len(given) != len(ENVELOPE_FIELD_KEYS):
+        missing = [k for k in ENVELOPE_FIELD_KEYS if k not in given]
+        raise _error(
+            raw,
+            where[given[0]],
+            "store.envelope.fields.* must be set all four or none (setting selective fields is not "
+            f"allowed); missing: {', '.join(missing)}",
+        )
+    if given and not any(flags.values()):
+        raise _error(raw, where[given[0]], "at least one of store.envelope.fields.* must be true")
+    if not on:
+        return None
+    if not fmt.supports_envelope:
+        raise _error(raw, where["store.envelope"], f"Envelope is not supported for format {fmt.value}.")
+    if not given:
+        return EnvelopeFields()
+    return EnvelopeFields(
+        key=bool(flags[ENVELOPE_FIELD_KEYS[0]]),
+        value=bool(flags[ENVELOPE_FIELD_KEYS[1]]),
+        headers=bool(flags[ENVELOPE_FIELD_KEYS[2]]),
+        metadata=bool(flags[ENVELOPE_FIELD_KEYS[3]]),
+    )
+
+
+def _padding(raw: RawStatement, props: dict[str, str], where: dict[str, Name]) -> Padding:
+    ptype: Literal["LeftPad", "RightPad", "NoOp"] = "LeftPad"
+    if "padding.type" in props:
+        found = _PADDING_TYPES.get(props["padding.type"].strip().lower())
+        if found is None:
+            raise _error(
+                raw,
+                where["padding.type"],
+                f"padding.type must be LeftPad, RightPad or NoOp, not {props['padding.type']!r}",
+                ("LeftPad", "RightPad", "NoOp"),
+            )
+        ptype = cast(Literal["LeftPad", "RightPad", "NoOp"], found)
+    char = props.get("padding.char", "0")
+    if len(char) != 1:
+        raise _error(raw, where["padding.char"], f"padding.char must be exactly one character, not {char!r}")
+    lengths: dict[str, int | None] = {}
+    for name in ("offset", "partition"):
+        key = f"padding.length.{name}"
+        if key in props:
+            text = props[key].strip()
+            if not _DIGITS.fullmatch(text):
+                raise _error(raw, where[key], f"{key} must be a whole number >= 0, not {props[key]!r}")
+            lengths[name] = int(text)
+    if lengths:  # Lenses: when any length is listed, only the listed fields are padded
+        return Padding(ptype, char, lengths.get("offset"), lengths.get("partition"))
+    return Padding(ptype, char)
