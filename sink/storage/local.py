@@ -4,7 +4,7 @@
   directory, fsynced, renamed over the key, and the directory is fsynced, so a crash leaves either
   the old object or the new one, never a torn file.
 * Conditional writes: ``if_none_match``/``if_match`` are checked and the rename done while holding
-  an exclusive ``fcntl`` lock on a per-key lock file (``<root>/.kcql-locks/<bucket>/<sha1>.lock``),
+  an exclusive ``fcntl`` lock on the key's lock stripe (``<root>/.kcql-locks/<bucket>/NNN.lock``),
   so two processes cannot both pass the check. Etags are the MD5 of the content, like S3's
   single-part etags.
 * ``copy`` hard-links when it can (cheap for big files), else copies the bytes.
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 _TMP_PREFIX = ".kcql-tmp-"
 _LOCK_DIR = ".kcql-locks"
 _CHUNK = 1 << 20
+_LOCK_STRIPES = 64
 
 
 def _classify(exc: BaseException) -> type[StorageError] | None:
@@ -104,16 +105,29 @@ class LocalStorage(Storage):
         return self._bucket_dir(bucket).joinpath(*segments)
 
     @contextlib.contextmanager
-    def _key_lock(self, bucket: str, key: str) -> Iterator[None]:
+    def _key_lock(self, bucket: str, *keys: str) -> Iterator[None]:
+        """Exclusive flock on the lock stripes of ``keys`` (taken in a fixed order: no deadlock).
+
+        Keys hash onto :data:`_LOCK_STRIPES` lock files per bucket, so unique keys (temporary
+        uploads) do not leave one lock file each behind.
+        """
         lock_dir = self.root / _LOCK_DIR / bucket
         lock_dir.mkdir(parents=True, exist_ok=True)
-        name = hashlib.sha1(key.encode("utf-8"), usedforsecurity=False).hexdigest() + ".lock"
-        fd = os.open(lock_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+        stripes = sorted({
+            int.from_bytes(hashlib.sha1(k.encode("utf-8"), usedforsecurity=False).digest()[:4], "big")
+            % _LOCK_STRIPES
+            for k in keys
+        })
+        fds: list[int] = []
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            for stripe in stripes:
+                fd = os.open(lock_dir / f"{stripe:03d}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+                fds.append(fd)
+                fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
-            os.close(fd)  # closing releases the flock
+            for fd in reversed(fds):
+                os.close(fd)  # closing releases the flock
 
     def _check(self, target: Path, bucket: str, key: str, if_none_match: bool, if_match: str | None) -> None:
         if if_none_match and target.exists():
@@ -198,22 +212,21 @@ class LocalStorage(Storage):
         src = self._path(bucket, source)
         target = self._path(bucket, dest)
         with map_exceptions(f"copy {self.uri(bucket, source)} to {dest}", _classify), \
-                self._key_lock(bucket, source):
+                self._key_lock(bucket, source, dest):
             if not src.exists():
                 raise ObjectNotFound(f"copy source {self.uri(bucket, source)} does not exist")
             if if_match is not None and _md5_file(src) != if_match:
                 raise PreconditionFailed(f"copy source {self.uri(bucket, source)} changed (if-match)")
-            with self._key_lock(bucket, dest):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}"
-                try:
-                    os.link(src, tmp)
-                except OSError:
-                    shutil.copyfile(src, tmp)
-                    with tmp.open("rb") as fh:
-                        os.fsync(fh.fileno())
-                tmp.replace(target)
-                _fsync_dir(target.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}"
+            try:
+                os.link(src, tmp)
+            except OSError:
+                shutil.copyfile(src, tmp)
+                with tmp.open("rb") as fh:
+                    os.fsync(fh.fileno())
+            tmp.replace(target)
+            _fsync_dir(target.parent)
 
     def delete(self, bucket: str, key: str) -> None:
         target = self._path(bucket, key)

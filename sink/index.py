@@ -1,0 +1,234 @@
+"""The exactly-once index: one small JSON object per (connector, topic, partition) in the bucket.
+
+The storage, not Kafka, is the source of truth for what has been committed. The index object
+``<indexes>/<connector>/<topic>/<partition>.json`` (a dot-prefixed folder, never data) holds::
+
+    {"version": 1, "owner": "<task uuid>", "epoch": 7,
+     "committedOffset": 41,                 # every record <= 41 is in a committed file (or skipped)
+     "paths": {"date=2024/…": 57},          # writers that committed ahead of committedOffset
+     "pending": null | {"tempKey": …, "finalKey": …, "lastOffset": …, "path": …, "etag": …,
+                        "committedAfter": …}}
+
+Every write is conditional on the etag of our own last read or write (``If-Match``), and taking a
+partition over bumps ``epoch`` and ``owner`` with such a write, so the previous owner's cached
+etag goes stale: a zombie task can no longer change the index and gets :class:`FencedError`.
+The protocol around it is in :mod:`sink.committer` and ``docs/exactly-once.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from kcql.errors import SinkError
+from partitioners import escape
+from sink.record import TopicPartition
+from sink.storage.base import ObjectNotFound, PreconditionFailed, Storage
+
+__all__ = ["FencedError", "IndexState", "PartitionIndex", "PendingCommit", "index_key", "temp_prefix"]
+
+log = logging.getLogger(__name__)
+
+TEMP_UPLOAD_DIR = ".temp-upload"
+
+
+def index_key(indexes_name: str, connector: str, tp: TopicPartition) -> str:
+    """``<indexes>/<connector>/<topic>/<partition>.json`` (names escaped: one segment each)."""
+    return f"{indexes_name}/{escape(connector)}/{escape(tp.topic)}/{tp.partition}.json"
+
+
+def temp_prefix(connector: str, tp: TopicPartition) -> str:
+    """Folder of the partition's temporary uploads, ``.temp-upload/<connector>/<topic>/<partition>/``."""
+    return f"{TEMP_UPLOAD_DIR}/{escape(connector)}/{escape(tp.topic)}/{tp.partition}/"
+
+
+class FencedError(SinkError):
+    """Another task owns the partition now; this task must stop writing to it.
+
+    Not retriable: the runtime should close the partition (the new owner replays what this task
+    had not committed).
+    """
+
+    retriable: ClassVar[bool] = False
+
+    def __init__(self, tp: TopicPartition, owner: str | None, epoch: int | None, me: str) -> None:
+        self.tp = tp
+        self.owner = owner
+        self.epoch = epoch
+        super().__init__(
+            f"partition {tp} is now owned by task {owner} (epoch {epoch}); "
+            f"this task ({me}) was fenced and must not commit to it"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCommit:
+    """A file uploaded to ``temp_key`` that is being moved to ``final_key``."""
+
+    temp_key: str
+    final_key: str
+    last_offset: int
+    path: str
+    etag: str
+    committed_after: int
+    """The partition's ``committedOffset`` once this commit is done (computed when it began)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tempKey": self.temp_key, "finalKey": self.final_key, "lastOffset": self.last_offset,
+            "path": self.path, "etag": self.etag, "committedAfter": self.committed_after,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PendingCommit:
+        return cls(
+            str(data["tempKey"]), str(data["finalKey"]), int(data["lastOffset"]), str(data["path"]),
+            str(data["etag"]), int(data["committedAfter"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """The decoded index object."""
+
+    owner: str
+    epoch: int = 0
+    committed_offset: int | None = None
+    paths: dict[str, int] = field(default_factory=dict)
+    pending: PendingCommit | None = None
+
+    VERSION: ClassVar[int] = 1
+
+    def skip_threshold(self, path: str) -> int:
+        """Records of ``path`` with an offset <= this are already committed (-1: none)."""
+        base = -1 if self.committed_offset is None else self.committed_offset
+        return max(base, self.paths.get(path, -1))
+
+    def after_commit(self, path: str, last_offset: int, committed_after: int) -> IndexState:
+        """The state once a file of ``path`` ending at ``last_offset`` is committed."""
+        committed = max(committed_after, -1 if self.committed_offset is None else self.committed_offset)
+        paths = dict(self.paths)
+        paths[path] = max(paths.get(path, -1), last_offset)
+        paths = {p: off for p, off in paths.items() if off > committed}
+        new_committed = committed if committed >= 0 else None
+        return replace(self, committed_offset=new_committed, paths=paths, pending=None)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(
+            {
+                "version": self.VERSION, "owner": self.owner, "epoch": self.epoch,
+                "committedOffset": self.committed_offset, "paths": self.paths,
+                "pending": None if self.pending is None else self.pending.to_json(),
+            },
+            sort_keys=True,
+        ).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str) -> IndexState:
+        try:
+            doc = json.loads(data)
+            pending = doc.get("pending")
+            committed = doc.get("committedOffset")
+            return cls(
+                owner=str(doc.get("owner", "")),
+                epoch=int(doc.get("epoch", 0)),
+                committed_offset=None if committed is None else int(committed),
+                paths={str(k): int(v) for k, v in (doc.get("paths") or {}).items()},
+                pending=None if pending is None else PendingCommit.from_json(pending),
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise SinkError(
+                f"the exactly-once index {where} is corrupt ({exc}); inspect it, and delete it only if "
+                "you accept replaying the partition from the Kafka group offset"
+            ) from exc
+
+
+class PartitionIndex:
+    """One partition's index object, as owned by one task.
+
+    Keeps the etag of its own last read/write; every update is ``If-Match`` that etag, so once
+    another task has taken the partition over, every update fails with :class:`FencedError`.
+    On stores without conditional writes (``storage.supports_conditional_writes`` false) the
+    owner is re-read before each write instead: a narrow race remains (documented weaker mode).
+    """
+
+    def __init__(
+        self, storage: Storage, bucket: str, key: str, tp: TopicPartition, task_id: str
+    ) -> None:
+        self.storage = storage
+        self.bucket = bucket
+        self.key = key
+        self.tp = tp
+        self.task_id = task_id
+        self.state = IndexState(owner=task_id)
+        self.etag: str | None = None
+
+    @property
+    def where(self) -> str:
+        return self.storage.uri(self.bucket, self.key)
+
+    def _read(self) -> tuple[IndexState, str] | None:
+        try:
+            obj = self.storage.get(self.bucket, self.key)
+        except ObjectNotFound:
+            return None
+        return IndexState.from_bytes(obj.data, self.where), obj.etag
+
+    def acquire(self) -> IndexState:
+        """Read (or create) the index and take ownership with a new epoch; returns the state."""
+        conditional = self.storage.supports_conditional_writes
+        for _ in range(10):
+            current = self._read()
+            if current is None:
+                state = IndexState(owner=self.task_id, epoch=1)
+                try:
+                    self.etag = self.storage.put_bytes(
+                        self.bucket, self.key, state.to_bytes(), if_none_match=conditional
+                    )
+                except PreconditionFailed:
+                    continue  # another task created it first: take it over from there
+                self.state = state
+                return state
+            previous, etag = current
+            state = replace(previous, owner=self.task_id, epoch=previous.epoch + 1)
+            try:
+                self.etag = self.storage.put_bytes(
+                    self.bucket, self.key, state.to_bytes(), if_match=etag if conditional else None
+                )
+            except PreconditionFailed:
+                continue  # changed between our read and write: read again
+            if previous.owner and previous.owner != self.task_id:
+                log.info("took over %s from task %s (epoch %d)", self.tp, previous.owner, state.epoch)
+            self.state = state
+            return state
+        raise SinkError(f"could not take ownership of {self.where}: it keeps changing under us")
+
+    def write(self, state: IndexState) -> None:
+        """Replace the index with ``state`` if we still own it; raises :class:`FencedError` otherwise."""
+        if self.storage.supports_conditional_writes:
+            try:
+                self.etag = self.storage.put_bytes(
+                    self.bucket, self.key, state.to_bytes(), if_match=self.etag
+                )
+            except PreconditionFailed:
+                raise self.fenced() from None
+        else:
+            current = self._read()
+            if current is None or current[0].owner != self.task_id or current[0].epoch != self.state.epoch:
+                raise self.fenced(current[0] if current else None)
+            self.etag = self.storage.put_bytes(self.bucket, self.key, state.to_bytes())
+        self.state = state
+
+    def fenced(self, current: IndexState | None = None) -> FencedError:
+        """The error to raise, naming the new owner as read from storage (best effort)."""
+        if current is None:
+            try:
+                read = self._read()
+            except SinkError:
+                read = None
+            current = read[0] if read else None
+        return FencedError(
+            self.tp, current.owner if current else None, current.epoch if current else None, self.task_id
+        )

@@ -1,0 +1,191 @@
+"""Open staging files: one :class:`PartitionWriter` per (topic, partition, partition path).
+
+A writer streams records into a staging file through the format's :class:`FormatWriter` and
+tracks what the file's final name needs (first/last offset, min/max timestamp). Memory per
+writer is the format's encoder state only; the records themselves are on disk.
+
+:class:`WriterPool` bounds how many writers are open at once (``connect.s3.max.open.writers``):
+it keeps them in least-recently-used order so the task can commit the oldest one before opening
+a new one, which keeps file handles and encoder memory flat however many distinct PARTITIONBY
+values arrive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from formats.base import FileFormat, RecordFormatError
+from partitioners.base import FileMeta
+from sink.record import SinkRecord, TopicPartition
+
+if TYPE_CHECKING:
+    from kcql.model import SinkPlan
+    from sink.flush_policy import FlushPolicy, FlushReason
+
+__all__ = ["PartitionWriter", "WriterKey", "WriterPool"]
+
+log = logging.getLogger(__name__)
+
+WriterKey = tuple[str, int, str]
+"""(topic, Kafka partition, partition path)."""
+
+
+class PartitionWriter:
+    """One staging file being filled. Not thread-safe: the task serialises access."""
+
+    __slots__ = (
+        "_format_writer", "extension", "finished", "first_offset", "key", "last_offset", "max_ts",
+        "min_ts", "opened_at", "plan", "policy", "staging_path",
+    )
+
+    def __init__(
+        self, key: WriterKey, plan: SinkPlan, file_format: FileFormat, staging_path: Path,
+        policy: FlushPolicy, now: float,
+    ) -> None:
+        self.key = key
+        self.plan = plan
+        self.policy = policy
+        self.staging_path = staging_path
+        self.extension = file_format.extension
+        self._format_writer = file_format.open(staging_path)
+        self.opened_at = now
+        self.first_offset: int | None = None
+        self.last_offset = -1
+        self.min_ts: int | None = None
+        self.max_ts: int | None = None
+        self.finished = False
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.key[0], self.key[1])
+
+    @property
+    def path(self) -> str:
+        return self.key[2]
+
+    @property
+    def record_count(self) -> int:
+        return self._format_writer.record_count
+
+    @property
+    def bytes_written(self) -> int:
+        return self._format_writer.bytes_written
+
+    def write(self, records: Sequence[SinkRecord]) -> int:
+        """Append a prefix of ``records`` (see :meth:`FormatWriter.write`); returns how many.
+
+        On :class:`RecordFormatError` the records before the failing one are written and
+        accounted for, so the file stays consistent, and the error propagates.
+        """
+        try:
+            written = self._format_writer.write(records)
+        except RecordFormatError as exc:
+            self._account(records[: exc.index])
+            raise
+        self._account(records[:written])
+        return written
+
+    def _account(self, records: Sequence[SinkRecord]) -> None:
+        if not records:
+            return
+        if self.first_offset is None:
+            self.first_offset = records[0].offset
+        self.last_offset = records[-1].offset
+        stamps = [r.timestamp for r in records if r.timestamp is not None]
+        if stamps:
+            low, high = min(stamps), max(stamps)
+            self.min_ts = low if self.min_ts is None else min(self.min_ts, low)
+            self.max_ts = high if self.max_ts is None else max(self.max_ts, high)
+
+    def due(self, now: float) -> FlushReason | None:
+        return self.policy.reason(self.record_count, self.bytes_written, self.opened_at, now)
+
+    def finish(self) -> None:
+        """Complete and fsync the staging file (idempotent)."""
+        if not self.finished:
+            self._format_writer.close()
+            self.finished = True
+
+    def discard(self) -> None:
+        """Drop the file without committing it (its records will be replayed)."""
+        if not self.finished:
+            with contextlib.suppress(Exception):
+                self._format_writer.abort()
+            self.finished = True
+        with contextlib.suppress(OSError):
+            self.staging_path.unlink()
+
+    def meta(self) -> FileMeta:
+        """What the final object key is built from."""
+        assert self.first_offset is not None  # noqa: S101 - only non-empty files are committed
+        return FileMeta(
+            topic=self.key[0],
+            partition=self.key[1],
+            path=self.key[2],
+            first_offset=self.first_offset,
+            last_offset=self.last_offset,
+            min_timestamp=-1 if self.min_ts is None else self.min_ts,
+            max_timestamp=-1 if self.max_ts is None else self.max_ts,
+            record_count=self.record_count,
+            extension=self.extension,
+        )
+
+
+class WriterPool:
+    """The open writers in least-recently-used order, also indexed by Kafka partition."""
+
+    def __init__(self, max_open: int) -> None:
+        self.max_open = max_open
+        self._lru: OrderedDict[WriterKey, PartitionWriter] = OrderedDict()
+        self._by_tp: dict[TopicPartition, dict[WriterKey, PartitionWriter]] = {}
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def __contains__(self, writer: object) -> bool:
+        return isinstance(writer, PartitionWriter) and self._lru.get(writer.key) is writer
+
+    def get(self, key: WriterKey) -> PartitionWriter | None:
+        writer = self._lru.get(key)
+        if writer is not None:
+            self._lru.move_to_end(key)
+        return writer
+
+    def add(self, writer: PartitionWriter) -> None:
+        self._lru[writer.key] = writer
+        self._by_tp.setdefault(writer.tp, {})[writer.key] = writer
+
+    def remove(self, writer: PartitionWriter) -> None:
+        self._lru.pop(writer.key, None)
+        tp = writer.tp
+        group = self._by_tp.get(tp)
+        if group is not None:
+            group.pop(writer.key, None)
+            if not group:
+                del self._by_tp[tp]
+
+    @property
+    def full(self) -> bool:
+        return len(self._lru) >= self.max_open
+
+    def least_recently_used(self) -> PartitionWriter:
+        return next(iter(self._lru.values()))
+
+    def for_partition(self, tp: TopicPartition) -> list[PartitionWriter]:
+        return list(self._by_tp.get(tp, {}).values())
+
+    def all(self) -> list[PartitionWriter]:
+        return list(self._lru.values())
+
+    def min_first_offset(self, tp: TopicPartition, excluding: PartitionWriter | None = None) -> int | None:
+        """Smallest first offset over ``tp``'s writers holding records (``None`` when there are none)."""
+        firsts = [
+            w.first_offset for w in self._by_tp.get(tp, {}).values()
+            if w is not excluding and w.first_offset is not None
+        ]
+        return min(firsts) if firsts else None
