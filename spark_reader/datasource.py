@@ -167,6 +167,7 @@ class _Reader(DataSourceReader):
         self.value_schema: pa.Schema = source.value_schema
         self.out_schema: pa.Schema = source.arrow_schema
         self.scan_log: str | None = source.scan_log
+        self._files: tuple[DataFile, ...] | None = source.files
         self.filters: list[Filter] = []
         self.derived: list[tuple[Filter, PartitionColumn]] = []
 
@@ -194,15 +195,30 @@ class _Reader(DataSourceReader):
                 return flt.value
         return None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The reader is pickled into every read task before partitions() runs; the file list is
+        # only needed for planning, so it does not travel with the tasks.
+        state = dict(self.__dict__)
+        state["_files"] = None
+        return state
+
     def partitions(self) -> Sequence[InputPartition]:
         topic = self._pinned("_topic")
         partition = self._pinned("_partition")
-        files = list_files(
-            self.spec.plan,
-            self.spec.storage,
-            topic=topic if isinstance(topic, str) else None,
-            partition=partition if isinstance(partition, int) else None,
-        )
+        if self._files is not None:
+            files = [
+                f
+                for f in self._files
+                if (not isinstance(topic, str) or f.topic == topic)
+                and (not isinstance(partition, int) or f.partition == partition)
+            ]
+        else:
+            files = list_files(
+                self.spec.plan,
+                self.spec.storage,
+                topic=topic if isinstance(topic, str) else None,
+                partition=partition if isinstance(partition, int) else None,
+            )
         selected = [
             f
             for f in files
@@ -259,6 +275,9 @@ class KcqlSinkSource(DataSource):
     spark_schema: ClassVar[StructType]
     source_name: ClassVar[str] = "kcql_sink"
     scan_log: ClassVar[str | None] = None
+    files: ClassVar[tuple[DataFile, ...] | None] = None
+    """The committed files when the view was registered (the view's snapshot); ``None`` lists on
+    every planning instead."""
 
     @classmethod
     def name(cls) -> str:
@@ -277,8 +296,13 @@ def make_source(
     pcols: Sequence[PartitionColumn],
     *,
     scan_log: str | None = None,
+    files: Sequence[DataFile] | None = None,
 ) -> type[KcqlSinkSource]:
-    """A data source class for ``spec``; register it with ``spark.dataSource.register``."""
+    """A data source class for ``spec``; register it with ``spark.dataSource.register``.
+
+    With ``files`` the view is a snapshot of those files (Spark caches a relation's planned
+    partitions anyway, so a view could not see later commits reliably; re-register instead).
+    """
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     fields = list(value_schema)
@@ -297,6 +321,7 @@ def make_source(
         "spark_schema": spark_schema,
         "source_name": name,
         "scan_log": scan_log,
+        "files": tuple(files) if files is not None else None,
         "__module__": __name__,
         "__qualname__": f"_dynamic.{name}",
     }

@@ -161,7 +161,7 @@ def _python_frame(
 ) -> DataFrame:
     value_schema = _sample_schema(spec, files)
     pcols = partition_columns(spec.plan, files, taken=value_schema.names)
-    source = make_source(spec, value_schema, pcols, scan_log=scan_log)
+    source = make_source(spec, value_schema, pcols, scan_log=scan_log, files=files)
     spark.dataSource.register(source)
     return spark.read.format(source.source_name).load()
 

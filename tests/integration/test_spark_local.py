@@ -17,38 +17,6 @@ from tests.unit.spark_reader import lenses_data as ld
 
 pytestmark = pytest.mark.spark
 
-LAYOUTS = ("default", "default-kv", "values", "kv", "nopartition")
-
-
-def _cols(p) -> tuple[str, str, str]:
-    """SQL expressions for (id, name, key) in the view of plan ``p``."""
-    if p.envelope is not None:
-        return "CAST(value.id AS BIGINT)", "value.name", "key"
-    if p.format == StoreFormat.CSV:
-        return "CAST(_c0 AS BIGINT)", "_c1", "NULL"
-    if p.format == StoreFormat.TEXT:
-        return "CAST(NULL AS BIGINT)", "value", "NULL"
-    if p.format == StoreFormat.BYTES:
-        js = "CAST(value AS STRING)"
-        return f"CAST(get_json_object({js}, '$.id') AS BIGINT)", f"get_json_object({js}, '$.name')", "NULL"
-    return "CAST(id AS BIGINT)", "name", "NULL"
-
-
-def _aggregate_sql(view: str, p) -> str:
-    i, n, k = _cols(p)
-    region_check = "0"
-    if p.partition_by and p.format not in (StoreFormat.TEXT, StoreFormat.BYTES, StoreFormat.CSV):
-        reg = "value.region" if p.envelope is not None else "region"
-        col = "part_region" if p.envelope is None else "region"
-        region_check = f"SUM(CASE WHEN {col} <> {reg} THEN 1 ELSE 0 END)"
-    return (
-        f"SELECT '{view}' AS v, COUNT(*) AS c, COALESCE(SUM({i}), 0) AS s, "  # noqa: S608
-        f"SORT_ARRAY(COLLECT_SET({n})) AS names, SORT_ARRAY(COLLECT_SET({k})) AS keys, "
-        f"SUM(_partition) AS sp, COUNT(DISTINCT _topic) AS topics, {region_check} AS bad_region, "
-        f"SUM(CASE WHEN _file LIKE '%.%' AND _file_last_offset IS NOT NULL THEN 0 ELSE 1 END) AS bad_meta "
-        f"FROM {view}"
-    )
-
 
 def _write_evolving(put, recs) -> list:
     """Two files per plan, the second with an extra optional field (BACKWARD-compatible evolution)."""
@@ -84,16 +52,7 @@ def test_every_format_and_layout_matches_the_files(spark, tmp_path: Path) -> Non
     root = tmp_path / "store"
     put = ld.local_put(root / "bkt")
     recs = ld.records()
-    plans = [
-        ld.plan(fmt, layout, prefix=f"{fmt.value.lower()}_{layout.replace('-', '_')}")
-        for fmt in StoreFormat
-        for layout in LAYOUTS
-    ]
-    plans += [
-        ld.plan(fmt, "kv", prefix=f"env_{fmt.value.lower()}", envelope=True)
-        for fmt in (StoreFormat.JSON, StoreFormat.AVRO, StoreFormat.PARQUET)
-    ]
-    plans.append(ld.gzip_json(ld.plan(StoreFormat.JSON, "values", prefix="json_gzip")))
+    plans = ld.every_plan()
     staging = tmp_path / "staging"
     staging.mkdir()
     written = {p.prefix: ld.write_with_sink_libs(p, recs, put, staging) for p in plans}
@@ -105,22 +64,7 @@ def test_every_format_and_layout_matches_the_files(spark, tmp_path: Path) -> Non
     assert sorted(views) == sorted(p.prefix for p in [*plans, *evolving])
     native = {v for v, d in views.items() if "spark native" in d}
     assert "parquet_values" in native and "json_kv" in native and "avro_kv" not in native
-    sql = " UNION ALL ".join(_aggregate_sql(p.prefix, p) for p in plans)
-    rows = {r["v"]: r for r in spark.sql(sql).collect()}  # one Spark job for all 39 views
-    in_p1 = sum(1 for r in recs if r.partition == 1)
-    for p in plans:
-        exp = ld.expected(p, lambda k: (root / "bkt" / k).read_bytes(), written[p.prefix])
-        row = rows[p.prefix]
-        assert (
-            row["c"]
-            == exp["count"]
-            == (len(recs) if p.format != StoreFormat.BYTES else len(written[p.prefix]))
-        )
-        assert row["s"] == exp["sum_id"], p.prefix
-        assert set(row["names"]) == exp["names"], p.prefix
-        assert set(row["keys"]) == exp["keys"], p.prefix
-        assert row["sp"] == in_p1 and row["topics"] == 1, p.prefix
-        assert row["bad_region"] == 0 and row["bad_meta"] == 0, p.prefix
+    ld.assert_views_match(spark, plans, written, lambda k: (root / "bkt" / k).read_bytes(), recs)
 
     # schema evolution: a field added in later files is NULL for the older rows, in both readers
     evo = spark.sql(

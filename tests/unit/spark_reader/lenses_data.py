@@ -347,3 +347,69 @@ def write_with_sink_libs(
     if keys:
         add_litter(put, keys)
     return keys
+
+
+LAYOUTS = ("default", "default-kv", "values", "kv", "nopartition")
+
+
+def _cols(p: SinkPlan) -> tuple[str, str, str]:
+    """SQL expressions for (id, name, key) in the view of plan ``p``."""
+    if p.envelope is not None:
+        return "CAST(value.id AS BIGINT)", "value.name", "key"
+    if p.format == StoreFormat.CSV:
+        return "CAST(_c0 AS BIGINT)", "_c1", "NULL"
+    if p.format == StoreFormat.TEXT:
+        return "CAST(NULL AS BIGINT)", "value", "NULL"
+    if p.format == StoreFormat.BYTES:
+        js = "CAST(value AS STRING)"
+        return f"CAST(get_json_object({js}, '$.id') AS BIGINT)", f"get_json_object({js}, '$.name')", "NULL"
+    return "CAST(id AS BIGINT)", "name", "NULL"
+
+
+def aggregate_sql(view: str, p: SinkPlan) -> str:
+    i, n, k = _cols(p)
+    region_check = "0"
+    if p.partition_by and p.format not in (StoreFormat.TEXT, StoreFormat.BYTES, StoreFormat.CSV):
+        reg = "value.region" if p.envelope is not None else "region"
+        col = "part_region" if p.envelope is None else "region"
+        region_check = f"SUM(CASE WHEN {col} <> {reg} THEN 1 ELSE 0 END)"
+    return (
+        f"SELECT '{view}' AS v, COUNT(*) AS c, COALESCE(SUM({i}), 0) AS s, "  # noqa: S608
+        f"SORT_ARRAY(COLLECT_SET({n})) AS names, SORT_ARRAY(COLLECT_SET({k})) AS keys, "
+        f"SUM(_partition) AS sp, COUNT(DISTINCT _topic) AS topics, {region_check} AS bad_region, "
+        f"SUM(CASE WHEN _file LIKE '%.%' AND _file_last_offset IS NOT NULL THEN 0 ELSE 1 END) AS bad_meta "
+        f"FROM {view}"
+    )
+
+
+def every_plan(prefix: str = "") -> list[SinkPlan]:
+    """Every STOREAS format x every layout, envelope views, and gzipped JSON: one view each."""
+    plans = [
+        plan(fmt, layout, prefix=f"{prefix}{fmt.value.lower()}_{layout.replace('-', '_')}")
+        for fmt in StoreFormat
+        for layout in LAYOUTS
+    ]
+    plans += [
+        plan(fmt, "kv", prefix=f"{prefix}env_{fmt.value.lower()}", envelope=True)
+        for fmt in (StoreFormat.JSON, StoreFormat.AVRO, StoreFormat.PARQUET)
+    ]
+    plans.append(gzip_json(plan(StoreFormat.JSON, "values", prefix=f"{prefix}json_gzip")))
+    return plans
+
+
+def assert_views_match(spark, plans, written, read, recs) -> None:
+    """Counts, sums, distinct names/keys, partition and metadata columns of every view equal
+    what the files hold, read independently; all views in ONE Spark job."""
+    sql = " UNION ALL ".join(aggregate_sql(p.prefix, p) for p in plans)
+    rows = {r["v"]: r for r in spark.sql(sql).collect()}
+    in_p1 = sum(1 for r in recs if r.partition == 1)
+    for p in plans:
+        exp = expected(p, read, written[p.prefix])
+        row = rows[p.prefix]
+        n = len(recs) if p.format != StoreFormat.BYTES else len(written[p.prefix])
+        assert row["c"] == exp["count"] == n, p.prefix
+        assert row["s"] == exp["sum_id"], p.prefix
+        assert set(row["names"]) == exp["names"], p.prefix
+        assert set(row["keys"]) == exp["keys"], p.prefix
+        assert row["sp"] == in_p1 and row["topics"] == 1, p.prefix
+        assert row["bad_region"] == 0 and row["bad_meta"] == 0, p.prefix
