@@ -7,12 +7,11 @@ because the sink makes a file visible atomically under its final key, a listed f
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from kcql.errors import ConfigError
 from kcql.model import SinkPlan
@@ -104,38 +103,7 @@ def plans_from_config(config: Mapping[str, Any]) -> tuple[SinkPlan, ...]:
         raise ConfigError([("connect.s3.kcql", "", "required: the KCQL statements whose output to read")])
     import kcql
 
-    plans = tuple(kcql.parse(text))  # type: ignore[attr-defined]
-    return tuple(_with_legacy_padding(p, config) for p in plans)
-
-
-def _with_legacy_padding(plan: SinkPlan, config: Mapping[str, Any]) -> SinkPlan:
-    """Apply ``connect.s3.padding.strategy``/``.length`` (legacy, offset only) as the sink does.
-
-    The padding is part of every file name, so a reader that ignored it would not recognise the
-    files. KCQL ``padding.*`` properties win (Lenses rejects both together; the sink reports that).
-    """
-    cfg = {str(k).lower(): v for k, v in config.items()}
-    strategy = str(cfg.get("connect.s3.padding.strategy") or "").strip()
-    length_raw = str(cfg.get("connect.s3.padding.length") or "").strip()
-    if not strategy and not length_raw:
-        return plan
-    if any(k.startswith("padding.") for k, _ in plan.properties):
-        return plan
-    try:
-        length = int(length_raw) if length_raw else 12
-    except ValueError as exc:
-        raise ConfigError([("connect.s3.padding.length", length_raw, "must be an integer")]) from exc
-    kinds: dict[str, Literal["LeftPad", "RightPad", "NoOp"]] = {
-        "leftpad": "LeftPad",
-        "rightpad": "RightPad",
-        "noop": "NoOp",
-        "": "LeftPad",
-    }
-    kind = kinds.get(strategy.lower())
-    if kind is None:
-        raise ConfigError([("connect.s3.padding.strategy", strategy, "must be LeftPad, RightPad or NoOp")])
-    padding = dataclasses.replace(plan.padding, type=kind, offset=length if length > 0 else 12)
-    return dataclasses.replace(plan, padding=padding)
+    return tuple(kcql.parse(text))
 
 
 def view_specs(

@@ -122,19 +122,6 @@ def test_kcql_is_required(tmp_path: Path) -> None:
         view_specs({"connect.local.root": str(tmp_path)})
 
 
-def test_legacy_connector_padding_applies_to_offsets() -> None:
-    from spark_reader.catalog import _with_legacy_padding
-
-    p = ld.plan(StoreFormat.JSON, "default")
-    padded = _with_legacy_padding(
-        p, {"connect.s3.padding.strategy": "LeftPad", "connect.s3.padding.length": "20"}
-    )
-    assert padded.padding.pad_offset(7) == "7".rjust(20, "0")
-    assert _with_legacy_padding(p, {}) is p
-    with pytest.raises(ConfigError, match=r"padding\.strategy"):
-        _with_legacy_padding(p, {"connect.s3.padding.strategy": "Middle"})
-
-
 def test_files_that_do_not_match_the_layout_are_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -80,15 +80,16 @@ def test_reader_prunes_on_partition_columns_and_source_fields(tmp_path: Path) ->
 
 
 def test_config_loader_shapes(tmp_path: Path) -> None:
+    """The reader commands load configs exactly like `kcql-sink run` (sink.config_files)."""
     connect = tmp_path / "c.json"
     connect.write_text(
         json.dumps({"name": "s3-sink", "config": {"connect.s3.kcql": "INSERT INTO b SELECT * FROM t"}})
     )
     flat = tmp_path / "f.json"
-    flat.write_text(json.dumps({"connect.s3.kcql": "x", "connect.local.root": "/d"}))
+    flat.write_text(json.dumps({"name": "n", "connect.s3.kcql": "x", "connect.local.root": "/d"}))
     props = tmp_path / "p.properties"
     props.write_text(
-        "# comment\nconnect.s3.kcql=INSERT INTO b \\\n  SELECT * FROM t\nconnect.local.root: /d\n"
+        "# comment\nname=n\nconnect.s3.kcql=INSERT INTO b \\\n  SELECT * FROM t\nconnect.local.root=/d\n"
     )
     assert _reader_config.load_config(str(connect))["name"] == "s3-sink"
     assert _reader_config.load_config(str(flat))["connect.local.root"] == "/d"
