@@ -149,6 +149,10 @@ def compile_statement(raw: RawStatement) -> SinkPlan:
     include_keys = _include_keys(raw, props, given, partition_by)
     envelope = _envelope(raw, props, given, fmt)
     padding = _padding(raw, props, given)
+    codec = _upper_choice(raw, props, given, "compression.codec", COMPRESSION_CODECS)
+    level = _int(raw, props, given, "compression.level")
+    if codec is not None or level is not None:
+        _check_codec(raw, given, fmt, codec, level)
     limit = None
     if raw.limit is not None:
         if not _DIGITS.fullmatch(raw.limit.value):
@@ -166,8 +170,8 @@ def compile_statement(raw: RawStatement) -> SinkPlan:
         padding=padding,
         naming=_choice_naming(raw, props, given),
         key_suffix=props.get("key.suffix", ""),
-        compression_codec=_upper_choice(raw, props, given, "compression.codec", COMPRESSION_CODECS),
-        compression_level=_int(raw, props, given, "compression.level"),
+        compression_codec=codec,
+        compression_level=level,
         schema_compatibility=cast(
             Literal["NONE", "BACKWARD", "FORWARD", "FULL"],
             _upper_choice(raw, props, given, "schema.compatibility", SCHEMA_COMPATIBILITIES) or "NONE",
@@ -225,6 +229,24 @@ def _format(raw: RawStatement) -> StoreFormat:
         ) from None
 
 
+def _check_codec(
+    raw: RawStatement, where: dict[str, Name], fmt: StoreFormat, codec: str | None, level: int | None
+) -> None:
+    # The formats package owns which codec each format can write; ask it so that `kcql check`
+    # catches 'compression.codec'='SNAPPY' on CSV before a worker starts. Imported only when a
+    # codec is given: formats loads pyarrow and fastavro.
+    from formats.base import FormatError
+    from formats.codecs import check_codec
+
+    try:
+        check_codec(fmt, codec, level)
+    except FormatError as exc:
+        at = where["compression.codec"] if codec is not None else where["compression.level"]
+        if codec is not None and level is not None and "level" in str(exc):
+            at = where["compression.level"]
+        raise _error(raw, at, str(exc)) from None
+
+
 # --------------------------------------------------------------------------- PARTITIONBY
 
 
@@ -261,7 +283,9 @@ def _partitions(raw: RawStatement) -> list[PartitionField]:
 
 def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionField:
     segments = _segments(raw, entry)
-    for segment in segments:
+    # a _date pattern may contain '/' (it formats to nested directories; partitioners supports it)
+    checked = segments[:1] if segments[0].lower() == "_date" else segments
+    for segment in checked:
         if "/" in segment or "\\" in segment:
             raise _error(
                 raw,
@@ -455,6 +479,11 @@ def _include_keys(
     partition_by: tuple[PartitionField, ...] | None,
 ) -> bool:
     explicit = _bool(raw, props, where, "partition.include.keys")
+    legacy_only = not any(k.value.strip().lower() == "partition.include.keys" for k, _ in raw.properties)
+    if explicit is not None and legacy_only and not partition_by:
+        # <= 6.x: WITHPARTITIONER only shaped PARTITIONBY directories; the default layout stayed
+        # topic/partition. Only the 5+ property switches the default layout to name=value.
+        return False
     if explicit is not None:
         return explicit
     # Lenses 5+ (PROPERTIES dialect): true with PARTITIONBY. The seed (<= 6.x, no PROPERTIES):

@@ -11,7 +11,8 @@ PROPERTIES) is checked by :mod:`kcql._semantics`.
 from __future__ import annotations
 
 import functools
-import itertools
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 
@@ -51,13 +52,37 @@ _PUNCTUATION = {
     "SEMICOLON": "';'",
     "$END": "end of input",
 }
-_NAME_TERMINALS = ("NAME", "BQ", "STRING")
+_NAME_TERMINALS = ("NAME", "BQ", "STRING", "GNAME", "GBQ", "GSTRING")
+_FIRST_PIECES = ("NAME", "BQ", "STRING")
+
+
+class _GluePieces:
+    """Post-lexer: a name piece that touches the previous piece (no whitespace) continues its name.
+
+    ``_key.`cost.centre.id``` is NAME + BQ glued into one name, while ``FROM my topic`` is two
+    names, which the grammar rejects at ``topic`` with a proper "expected one of" list.
+    """
+
+    always_accept: tuple[str, ...] = ()
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        previous: Token | None = None
+        for tok in stream:
+            if (
+                previous is not None
+                and tok.type in _FIRST_PIECES
+                and previous.type in _NAME_TERMINALS
+                and tok.start_pos == previous.end_pos
+            ):
+                tok.type = "G" + tok.type
+            previous = tok
+            yield tok
 
 
 @functools.cache
 def _parser() -> Lark:
     grammar = resources.files("kcql").joinpath("grammar.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True)
+    return Lark(grammar, parser="lalr", lexer="basic", postlex=_GluePieces(), propagate_positions=True)
 
 
 def parse(text: str) -> tuple[SinkPlan, ...]:
@@ -127,17 +152,10 @@ def _unquote(tok: Token) -> str:
     return str(tok)[1:-1] if tok.type in ("BQ", "STRING") else str(tok)
 
 
-def _name(node: Tree, text: str) -> Name:
-    tokens = tuple(t for t in node.children if isinstance(t, Token))
-    for prev, tok in itertools.pairwise(tokens):
-        if tok.start_pos != prev.end_pos:
-            raise KcqlSyntaxError(
-                f"unexpected {_describe(tok)}: a name cannot contain spaces (quote it with backticks)",
-                text,
-                tok.line or 1,
-                tok.column or 1,
-            )
-    return Name(tokens)
+def _name(node: Tree) -> Name:
+    tokens = (t for t in node.children if isinstance(t, Token))
+    # glued pieces (GNAME, ...) are plain pieces again once they are part of a name
+    return Name(tuple(Token.new_borrow_pos(t.type.removeprefix("G"), t.value, t) for t in tokens))
 
 
 def _statement(node: Tree, text: str) -> SinkPlan:
@@ -152,34 +170,34 @@ def _statement(node: Tree, text: str) -> SinkPlan:
         kind = child.data
         subtrees = [c for c in child.children if isinstance(c, Tree)]
         if kind == "target":
-            raw.target = _name(subtrees[0], text)
+            raw.target = _name(subtrees[0])
         elif kind == "topic":
-            raw.topic = _name(subtrees[0], text)
+            raw.topic = _name(subtrees[0])
         elif kind == "select_all":
             raw.fields = []
         elif kind == "select_fields":
             raw.fields = []
             for field in subtrees:
-                names = [_name(n, text) for n in field.children if isinstance(n, Tree)]
+                names = [_name(n) for n in field.children if isinstance(n, Tree)]
                 raw.fields.append((names[0], names[1] if len(names) > 1 else None))
         elif kind == "ignore":
-            raw.ignore = [_name(n, text) for n in subtrees]
+            raw.ignore = [_name(n) for n in subtrees]
         elif kind == "nopartition":
             raw.nopartition = True
         elif kind == "partitionby":
             raw.partition_keyword = child.children[0]
-            raw.partitions = [_name(p.children[0], text) for p in subtrees]
+            raw.partitions = [_name(p.children[0]) for p in subtrees]
         elif kind == "storeas":
-            raw.storeas = _name(subtrees[0], text)
+            raw.storeas = _name(subtrees[0])
         elif kind == "legacy":
             keyword = subtrees[0].children[0]
-            raw.legacy.append((keyword, _name(subtrees[-1], text)))
+            raw.legacy.append((keyword, _name(subtrees[-1])))
         elif kind == "limit":
-            raw.limit = _name(subtrees[0], text)
+            raw.limit = _name(subtrees[0])
         elif kind == "properties":
             raw.has_properties = True
             for prop in subtrees:
-                key, value = (_name(n, text) for n in prop.children if isinstance(n, Tree))
+                key, value = (_name(n) for n in prop.children if isinstance(n, Tree))
                 raw.properties.append((key, value))
     return _semantics.compile_statement(raw)
 
@@ -199,7 +217,7 @@ def _describe(tok: Token) -> str:
 
 def _friendly_expected(terminals: set[str] | frozenset[str]) -> tuple[str, ...]:
     out: list[str] = [k for k in _KEYWORDS if k in terminals]
-    if any(t in terminals for t in _NAME_TERMINALS):
+    if any(t in terminals for t in _FIRST_PIECES):
         out.append("a name")
     for term, shown in _PUNCTUATION.items():
         if term in terminals and shown not in out:
@@ -215,17 +233,30 @@ def _end_position(text: str) -> tuple[int, int]:
     return line, column
 
 
+def _expected(exc: UnexpectedToken) -> set[str]:
+    """The terminals the parser would really accept here.
+
+    LALR merges lookaheads of states shared by every use of ``name``, so ``exc.expected`` can list
+    keywords that are not valid at this point; the interactive parser tries each one for real.
+    """
+    parser = getattr(exc, "interactive_parser", None)
+    if parser is not None:
+        return set(parser.accepts())
+    return set(exc.expected)  # pragma: no cover - LALR errors always carry the parser
+
+
 def _syntax_error(exc: UnexpectedInput, text: str) -> KcqlSyntaxError:
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
-        expected = _friendly_expected(exc.expected)
+        expected_terms = _expected(exc)
+        expected = _friendly_expected(expected_terms)
         if tok.type == "$END":
             line, column = _end_position(text)
             message = "unexpected end of input"
         else:
             line, column = tok.line or 1, tok.column or 1
             message = f"unexpected {_describe(tok)}"
-            hint = _hint(tok, exc)
+            hint = _hint(tok, expected_terms, text)
             if hint:
                 message += f" ({hint})"
         return KcqlSyntaxError(message, text, line, column, expected)
@@ -237,30 +268,36 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> KcqlSyntaxError:
             message = "unterminated string: a 'string' needs a closing ' on the same line"
         else:
             message = f"unexpected character {char!r}"
-        return KcqlSyntaxError(
-            message, text, exc.line or 1, exc.column or 1, _friendly_expected(set(exc.allowed or ()))
-        )
+        return KcqlSyntaxError(message, text, exc.line or 1, exc.column or 1)
     line, column = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
     return KcqlSyntaxError(str(exc).splitlines()[0], text, line, column)
 
 
-def _hint(tok: Token, exc: UnexpectedToken) -> str:
+def _previous_word(text: str, pos: int) -> str:
+    match = re.search(r"([A-Za-z_]+)\s*$", text[:pos])
+    return match.group(1).upper() if match else ""
+
+
+def _hint(tok: Token, expected: set[str], text: str) -> str:
     """A targeted hint for the mistakes people actually make."""
     value = str(tok)
-    history = getattr(exc, "token_history", None) or []
-    previous = history[-1] if history else None
-    if tok.type == "EQUAL" and previous is not None and previous.type == "LIMIT":
+    previous = _previous_word(text, tok.start_pos or 0)
+    if tok.type == "EQUAL" and previous == "LIMIT":
         return "LIMIT takes a number without '=', e.g. LIMIT 5000"
+    if tok.type == "STAR" and previous == "FROM":
+        return "the all-topics wildcard must be backticked: FROM `*`"
     if tok.type in _NAME_TERMINALS:
-        for keyword in sorted(exc.expected & set(_KEYWORDS), key=len, reverse=True):
+        if value.upper() == "WHERE":
+            return "KCQL has no WHERE clause"
+        for keyword in sorted(expected & set(_KEYWORDS), key=len, reverse=True):
             if value.upper().startswith(keyword) and len(value) > len(keyword):
                 return f"missing space after {keyword}? write {keyword} {value[len(keyword) :]}"
-        if "FROM" in exc.expected:
+        if "FROM" in expected:
             return "missing FROM before the topic?"
-        if tok.type == "NAME" and "EQUAL" in exc.expected:
+        if "EQUAL" in expected:
             return "properties are written 'key'=value"
-    if tok.type == "STAR" and "FROM" not in exc.expected and previous is not None and previous.type == "FROM":
-        return "the all-topics wildcard must be backticked: FROM `*`"
-    if tok.type in _KEYWORDS and "a name" in _friendly_expected(exc.expected):
-        return f"{value.upper()} is a keyword here; quote a name that equals a keyword with backticks"
+        if "GNAME" in expected:
+            return "a name cannot contain spaces; quote it with backticks"
+    if tok.type in _KEYWORDS and "NAME" in expected:
+        return f"{value.upper()} is a keyword; quote a name that equals a keyword with backticks"
     return ""
