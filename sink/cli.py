@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from kcql.errors import SinkError
-from sink._logging import configure_logging
+from sink._logging import configure_logging, restore_logging
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
-    configure_logging(args.verbose, args.log_level)
+    logging_state = configure_logging(args.verbose, args.log_level)
     try:
         return int(args.func(args) or 0)
     except SinkError as exc:
@@ -69,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        restore_logging(logging_state)
 
 
 if __name__ == "__main__":
