@@ -106,7 +106,6 @@ class RawStatement:
     fields: list[tuple[Name, Name | None]] = field(default_factory=list)
     ignore: list[Name] = field(default_factory=list)
     nopartition: bool = False
-    partition_keyword: Token | None = None
     partitions: list[Name] = field(default_factory=list)
     storeas: Name | None = None
     legacy: list[tuple[Token, Name]] = field(default_factory=list)

@@ -158,6 +158,11 @@ def _name(node: Tree) -> Name:
     return Name(tuple(Token.new_borrow_pos(t.type.removeprefix("G"), t.value, t) for t in tokens))
 
 
+def _only_tree(node: Tree) -> Tree:
+    (child,) = (c for c in node.children if isinstance(c, Tree))
+    return child
+
+
 def _statement(node: Tree, text: str) -> SinkPlan:
     raw = _semantics.RawStatement(
         text=text,
@@ -185,13 +190,13 @@ def _statement(node: Tree, text: str) -> SinkPlan:
         elif kind == "nopartition":
             raw.nopartition = True
         elif kind == "partitionby":
-            raw.partition_keyword = child.children[0]
-            raw.partitions = [_name(p.children[0]) for p in subtrees]
+            raw.partitions = [_name(_only_tree(p)) for p in subtrees]
         elif kind == "storeas":
             raw.storeas = _name(subtrees[0])
         elif kind == "legacy":
             keyword = subtrees[0].children[0]
-            raw.legacy.append((keyword, _name(subtrees[-1])))
+            if isinstance(keyword, Token):
+                raw.legacy.append((keyword, _name(subtrees[-1])))
         elif kind == "limit":
             raw.limit = _name(subtrees[0])
         elif kind == "properties":
@@ -261,7 +266,8 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> KcqlSyntaxError:
                 message += f" ({hint})"
         return KcqlSyntaxError(message, text, line, column, expected)
     if isinstance(exc, UnexpectedCharacters):
-        char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else ""
+        pos = exc.pos_in_stream if exc.pos_in_stream is not None else -1
+        char = text[pos] if 0 <= pos < len(text) else ""
         if char == "`":
             message = "unterminated backtick: a `quoted name` needs a closing `"
         elif char == "'":
