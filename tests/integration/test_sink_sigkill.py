@@ -1,0 +1,150 @@
+"""Exactly-once under SIGKILL: a child process dies at every step of the commit sequence.
+
+For each commit step (:data:`sink.committer.COMMIT_STEPS`), each flush mode (count, size,
+interval) and each backend (a local directory, a real SeaweedFS), the driver in
+``_sink_crash_driver.py`` runs a task in a separate process and kills it with ``SIGKILL`` the
+second time it reaches that step (so committed files already exist next to the interrupted one).
+A new task in this process then does what a Connect worker does after a crash: ``open`` (which
+recovers the interrupted commit), replay from the offset ``open`` returns, or from the consumer
+group offset the dead task had pre-committed, and ``close``. The committed files are then listed
+raw, filtered with ``partitioners.is_data_key``, read back with the standard ``json`` module, and
+every record must be there exactly once; no temp upload may be left, and nothing but data and
+the index may be in the bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sink.committer import COMMIT_STEPS
+from sink.record import TopicPartition
+from sink.task import SinkTask
+from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
+from tests.integration._sink_support import Backend, make_backend, raw_keys, read_json_records
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDS = 20
+PREFIX = "out"
+
+FLUSH = {
+    # flush.count: files of 3 records per partition path.
+    "count": "'flush.count'=3, 'flush.size'=100000000, 'flush.interval'=3600",
+    # flush.size: each line is ~40 bytes, so a file rolls after 3 lines.
+    "size": "'flush.count'=100000, 'flush.size'=100, 'flush.interval'=3600",
+    # flush.interval: only the timer commits (the driver idles 1.4 s after each batch).
+    "interval": "'flush.count'=100000, 'flush.size'=100000000, 'flush.interval'=1",
+}
+
+# The task after the crash cuts files differently (as after a config change or a different
+# batching), so a replayed record lands in a file with another name: only the index can stop a
+# duplicate, deterministic names alone cannot hide one.
+RECOVERY_FLUSH = "'flush.count'=2, 'flush.size'=100000000, 'flush.interval'=3600"
+
+# Steps after which the temporary upload must still be in the bucket when the process dies.
+TEMP_LEFT_BEHIND = {"after-upload", "after-pending-recorded", "after-copy"}
+
+
+def _config(backend: Backend, flush: str, staging: Path) -> dict[str, str]:
+    kcql = (
+        f"INSERT INTO {backend.bucket}:{PREFIX} SELECT * FROM {TOPIC} PARTITIONBY kind "  # noqa: S608
+        f"STOREAS JSON PROPERTIES({flush})"
+    )
+    return backend.config | {
+        "name": "crash-test",
+        "connect.s3.kcql": kcql,
+        "connect.s3.local.tmp.directory": str(staging),
+    }
+
+
+def _run_child(tmp_path: Path, config: dict[str, str], mode: str, step: str) -> Path:
+    group_file = tmp_path / "group-offset"
+    spec = {
+        "config": config,
+        "records": RECORDS,
+        "batch": 4,
+        "mode": mode,
+        "sleep_after_batch": 1.4,
+        "kill_step": step,
+        "kill_at": 2,
+        "group_offset_file": str(group_file),
+    }
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.integration._sink_crash_driver", str(spec_path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, (
+        f"the driver was meant to die by SIGKILL at {step!r} but exited {proc.returncode}\n"
+        f"stdout: {proc.stdout}\nstderr: {proc.stderr[-3000:]}"
+    )
+    return group_file
+
+
+def _recover(config: dict[str, str], group_file: Path) -> int:
+    """A fresh task after the crash: open, replay from where Connect would, close. Returns the start."""
+    task = SinkTask()
+    task.start(config)
+    tp = TopicPartition(TOPIC, PARTITION)
+    try:
+        resume = task.open([tp]).get(tp)
+        if resume is None:  # nothing in the index: the group offset (or the beginning) decides
+            resume = int(group_file.read_text()) if group_file.exists() else 0
+        for start in range(resume, RECORDS, 4):
+            task.put(make_records(start, min(start + 4, RECORDS)))
+        task.close([tp])
+    finally:
+        task.stop()
+    return resume
+
+
+@pytest.mark.parametrize("mode", sorted(FLUSH))
+@pytest.mark.parametrize("step", COMMIT_STEPS)
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_sigkill_at_every_commit_step_loses_and_duplicates_nothing(
+    kind: str, step: str, mode: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    backend = make_backend(kind, tmp_path, request)
+    config = _config(backend, FLUSH[mode], tmp_path / "staging")
+    group_file = _run_child(tmp_path, config, mode, step)
+
+    after_crash = raw_keys(backend)
+    temps = [k for k in after_crash if k.startswith(".temp-upload/")]
+    if step in TEMP_LEFT_BEHIND:
+        assert temps, f"killed {step}: the temporary upload should still exist, got {after_crash}"
+    else:
+        assert not temps, after_crash
+    # Whatever a reader sees right after the crash is complete, parseable data, never a duplicate.
+    visible = Counter(value["id"] for _, value in read_json_records(backend, PREFIX))
+    assert all(n == 1 for n in visible.values()), visible
+    assert visible, "two commits were reached, so some data must be visible"
+
+    resume = _recover(_config(backend, RECOVERY_FLUSH, tmp_path / "staging"), group_file)
+    assert 0 <= resume < RECORDS
+
+    records = read_json_records(backend, PREFIX)
+    counts = Counter(value["id"] for _, value in records)
+    duplicates = {i: n for i, n in counts.items() if n > 1}
+    missing = sorted(set(range(RECORDS)) - set(counts))
+    assert not duplicates and not missing, f"duplicates {duplicates}, missing {missing}"
+    for key, value in records:  # every record sits under its own PARTITIONBY value
+        assert f"/kind={value['kind']}/" in f"/{key}"
+
+    final = raw_keys(backend)
+    stray = [k for k in final if not k.startswith(f"{PREFIX}/") and not k.startswith(".indexes/")]
+    assert not stray, f"only data and the index may remain in the bucket: {stray}"
+    assert any(k.startswith(".indexes/") for k in final)
