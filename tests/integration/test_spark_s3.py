@@ -1,12 +1,9 @@
 """Spark SQL over committed output on S3 (a real SeaweedFS): every format x every layout through the
-Python data source, pruning, and queries racing a writer that commits the way the sink does
-(upload to ``.temp-upload/``, copy to the final key, delete the temp object).
+Python data source, and pruning (the live sink race on S3 is in test_spark_sink_e2e.py).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -81,43 +78,3 @@ def test_pruning_on_s3_reads_fewer_objects(
     assert counts["all"] == len(recs)
     assert counts["ap"] == sum(1 for r in recs if r.value["region"] == "ap/south %east")
     assert counts["p0"] == sum(1 for r in recs if r.partition == 0 and r.value["region"] in ("eu", "us"))
-
-
-def test_query_while_committing_to_s3_sees_whole_files_once(
-    spark, s3_endpoint, s3_client, bucket: str, tmp_path: Path
-) -> None:
-    recs = ld.records(partitions=1, per_partition=240)
-    per_file = 8
-    p = _in_bucket(ld.plan(StoreFormat.AVRO, "default", prefix="live"), bucket)
-    chunks = ld.group(p, recs, per_file)
-    data0, ext = ld.encode(p, chunks[0])
-    s3_client.put_object(Bucket=bucket, Key=ld.file_key(p, chunks[0], ext), Body=data0)
-
-    def writer() -> None:  # the Lenses commit: temp upload, copy to the final key, delete temp
-        for n, chunk in enumerate(chunks[1:]):
-            data, ext = ld.encode(p, chunk)
-            final = ld.file_key(p, chunk, ext)
-            temp = f".temp-upload/Topic(orders)/0/{n:08d}{final}"
-            s3_client.put_object(Bucket=bucket, Key=temp, Body=data)
-            s3_client.copy_object(Bucket=bucket, Key=final, CopySource={"Bucket": bucket, "Key": temp})
-            s3_client.delete_object(Bucket=bucket, Key=temp)
-            time.sleep(0.25)  # a sink commits every so often; queries must overlap several commits
-
-    register(spark, s3_endpoint.connect_config(), plans=[p])
-    assert spark.sql("SELECT COUNT(*) FROM live").collect()[0][0] == per_file  # warm the Python workers
-    t = threading.Thread(target=writer, daemon=True)
-    t.start()
-    seen = []
-    deadline = time.monotonic() + 120
-    while t.is_alive() and time.monotonic() < deadline:
-        register(spark, s3_endpoint.connect_config(), plans=[p])  # a view is a snapshot: re-list
-        r = spark.sql("SELECT COUNT(*) c, COUNT(DISTINCT id) d, MAX(id) m FROM live").collect()[0]
-        assert r["c"] == r["d"], f"duplicate rows: {r}"
-        assert r["c"] % per_file == 0, f"partial file visible: {r}"
-        assert r["m"] == r["c"] - 1, f"gap: {r}"
-        seen.append(r["c"])
-    t.join(30)
-    register(spark, s3_endpoint.connect_config(), plans=[p])
-    assert len(set(seen)) >= 2, f"the queries never overlapped the commits: {seen}"
-    final = spark.sql("SELECT COUNT(*) c, COUNT(DISTINCT id) d FROM live").collect()[0]
-    assert final["c"] == final["d"] == len(recs)
