@@ -94,7 +94,7 @@ def parse(text: str) -> tuple[SinkPlan, ...]:
     """
     if not isinstance(text, str):
         raise TypeError(f"KCQL must be a str, not {type(text).__name__}")
-    if not text.replace(";", "").strip():
+    if not re.sub(r"(?m)^\s*--[^\n]*", "", text).replace(";", "").strip():
         raise KcqlSyntaxError(
             "no KCQL statement found; expected INSERT INTO bucket[:prefix] SELECT * FROM topic",
             text,
