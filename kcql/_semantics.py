@@ -168,7 +168,7 @@ def compile_statement(raw: RawStatement) -> SinkPlan:
         envelope=envelope,
         padding=padding,
         naming=_choice_naming(raw, props, given),
-        key_suffix=props.get("key.suffix", ""),
+        key_suffix=_key_suffix(raw, props, given),
         compression_codec=codec,
         compression_level=level,
         schema_compatibility=cast(
@@ -469,6 +469,17 @@ def _choice_naming(raw: RawStatement, props: dict[str, str], where: dict[str, Na
             f"file.naming must be one of {', '.join(choices)}, not {props['file.naming']!r}",
             choices,
         ) from None
+
+
+def _key_suffix(raw: RawStatement, props: dict[str, str], where: dict[str, Name]) -> str:
+    suffix = props.get("key.suffix", "")
+    if "/" in suffix or "\\" in suffix:
+        raise _error(
+            raw,
+            where["key.suffix"],
+            f"key.suffix must not contain '/' or '\\' (it is part of a file name): {suffix!r}",
+        )
+    return suffix
 
 
 def _include_keys(
