@@ -13,6 +13,10 @@ Supported (exactly; :func:`validate_date_pattern` rejects the rest, and the KCQL
 * ``S`` runs: fraction of the second truncated to that many digits;
 * text in single quotes is literal (``''`` is a quote); the separators ``- _ / . :`` and space.
 
+An unquoted ``/`` separates directories, as it does in Lenses (``uuuu/MM/dd`` → ``2010/04/02``,
+three directories). The directory structure comes from the pattern, never from record data, and
+each piece is escaped on its own (:func:`split_directories`).
+
 A pattern is compiled once per plan into a list of small functions; formatting a record then costs
 one ``datetime`` conversion plus one call per pattern element.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-__all__ = ["DatePattern", "DatePatternError", "validate_date_pattern"]
+__all__ = ["DatePattern", "DatePatternError", "split_directories", "validate_date_pattern"]
 
 _SEPARATORS = frozenset("-_/.: ")
 _LETTERS = frozenset("uyMLdHmsS")
@@ -113,9 +117,29 @@ def _compile(pattern: str) -> list[Part]:
     return parts
 
 
+def split_directories(pattern: str) -> list[str]:
+    """Split ``pattern`` at unquoted ``/`` (a ``/`` inside quotes is literal text of one piece)."""
+    pieces: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for ch in pattern:
+        if ch == "'":
+            quoted = not quoted
+        if ch == "/" and not quoted:
+            pieces.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    pieces.append("".join(current))
+    return pieces
+
+
 def validate_date_pattern(pattern: str) -> None:
     """Raise :class:`DatePatternError` when ``pattern`` uses anything outside the supported set."""
     _compile(pattern)
+    for piece in split_directories(pattern):
+        if not piece:
+            raise DatePatternError(f"empty directory between '/' in _date pattern {pattern!r}")
 
 
 class DatePattern:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from partitioners.base import PartitionError
-from partitioners.dates import DatePattern
+from partitioners.dates import DatePattern, split_directories
 from partitioners.escaping import MISSING, escape
 from partitioners.render import to_text
 
@@ -125,13 +125,13 @@ def _partition(padding: Padding) -> SegmentFn:
 
 
 def _date(pattern: str) -> SegmentFn:
-    compiled = DatePattern(pattern)
+    pieces = [DatePattern(piece) for piece in split_directories(pattern)]
 
     def segment(record: SinkRecord) -> str:
         if record.timestamp is None:
             raise PartitionError(NO_TIMESTAMP, record.where)
         try:
-            return escape(compiled.format(record.timestamp))
+            return "/".join([escape(piece.format(record.timestamp)) for piece in pieces])
         except (OverflowError, ValueError, OSError) as exc:
             raise PartitionError(
                 f"Timestamp {record.timestamp} cannot be formatted with _date pattern {pattern!r}: {exc}",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kcql.model import FileNaming
+from partitioners.dates import split_directories
 from partitioners.escaping import escape, is_hidden_segment, unescape
 from partitioners.naming import base_prefix
 
@@ -106,19 +107,23 @@ class _Decoder:
         fields = plan.partition_by or ()
         self.display = tuple(f.display_name for f in fields)
         self.names = tuple(escape(name) for name in self.display)
+        # a _date pattern with unquoted "/" spans several directories (name= on the first only)
+        self.widths = tuple(len(split_directories(f.path[0])) if f.kind == "date" else 1 for f in fields)
 
     def values(self, dirs: list[str]) -> tuple[tuple[str, str], ...] | None:
-        if len(dirs) != len(self.display):
+        if len(dirs) != sum(self.widths):
             return None
         out: list[tuple[str, str]] = []
-        for display, name, segment in zip(self.display, self.names, dirs, strict=True):
+        at = 0
+        for display, name, width in zip(self.display, self.names, self.widths, strict=True):
+            pieces = dirs[at : at + width]
+            at += width
             if self.plan.include_keys:
-                seg_name, sep, value = segment.partition("=")
+                seg_name, sep, first = pieces[0].partition("=")
                 if not sep or seg_name != name:
                     return None
-            else:
-                value = segment
-            out.append((display, unescape(value)))
+                pieces = [first, *pieces[1:]]
+            out.append((display, "/".join(unescape(piece) for piece in pieces)))
         return tuple(out)
 
     def parse(self, key: str) -> ParsedKey | None:

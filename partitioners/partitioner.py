@@ -101,7 +101,7 @@ class Partitioner:
             segments.insert(0, escape(record.topic))
         path = "/".join(segments)
         if len(path) > MAX_SEGMENT_BYTES // 4:
-            self._check_length(path, segments, record)
+            self._check_length(path, record)
         return path
 
     def paths_for(self, records: Sequence[SinkRecord]) -> list[str]:
@@ -126,8 +126,8 @@ class Partitioner:
         return [path_for(record) for record in records]
 
     @staticmethod
-    def _check_length(path: str, segments: list[str], record: SinkRecord) -> None:
-        for segment in segments:
+    def _check_length(path: str, record: SinkRecord) -> None:
+        for segment in path.split("/"):
             size = len(segment.encode("utf-8"))
             if size > MAX_SEGMENT_BYTES:
                 raise PartitionError(

@@ -67,3 +67,13 @@ def test_matches_strftime_in_utc(ts):
     moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ts)
     expected = f"{moment.year:04d}-{moment:%m-%d %H:%M:%S}.{moment.microsecond // 1000:03d}"
     assert DatePattern("uuuu-MM-dd HH:mm:ss.SSS").format(ts) == expected
+
+
+def test_split_directories_and_empty_pieces():
+    from partitioners.dates import split_directories
+
+    assert split_directories("uuuu/MM/dd") == ["uuuu", "MM", "dd"]
+    assert split_directories("uuuu'/'MM") == ["uuuu'/'MM"]
+    for bad in ("uuuu//MM", "/uuuu", "uuuu/"):
+        with pytest.raises(DatePatternError, match="empty directory"):
+            validate_date_pattern(bad)

@@ -173,3 +173,12 @@ def test_topic_partition_only_partitionby_uses_the_cache():
     ]
     assert p.paths_for(records) == ["a/0", "b/7", "a/0"]
     assert not Partitioner(plan("_topic", "_key")).is_default
+
+
+def test_slash_in_date_pattern_makes_directories_from_the_pattern_only():
+    ts = 1_270_166_400_000  # 2010-04-02T00:00Z
+    assert path(plan("_date.uuuu/MM/dd", include_keys=False), record(1, timestamp=ts)) == "2010/04/02"
+    assert path(plan("_date.uuuu/MM"), record(1, timestamp=ts)) == "date=2010/04"
+    # a quoted "/" is literal text of one directory, and literal pieces are escaped
+    assert path(plan("_date.uuuu'/'MM", include_keys=False), record(1, timestamp=ts)) == "2010%2F04"
+    assert path(plan("_date|'..'/uuuu", include_keys=False), record(1, timestamp=ts)) == "%2E./2010"

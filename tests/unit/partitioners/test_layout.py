@@ -118,3 +118,12 @@ def test_prefix_segments_may_look_hidden():
     assert not is_data_key("_archive/.v1/.indexes/x", prefix="_archive/.v1")
     assert not is_data_key("elsewhere/myTopic/1/x.json", prefix="_archive/.v1")
     assert parse_key(p, "_archive/.v1/.temp-upload/myTopic/1/000000000001_0_1.json") is None
+
+
+def test_date_pattern_with_slash_spans_directories():
+    p = plan("_date.uuuu/MM/dd", "a")
+    key = "streamReactorBackups/date=2010/04/02/a=x/myTopic(1_000000000000).json"
+    parsed = parse_key(p, key)
+    assert parsed is not None
+    assert parsed.partition_items == (("date", "2010/04/02"), ("a", "x"))
+    assert parse_key(p, "streamReactorBackups/date=2010/04/a=x/myTopic(1_000000000000).json") is None
