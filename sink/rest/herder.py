@@ -1,0 +1,458 @@
+"""The herder: supervises connectors and their tasks inside this worker process.
+
+Each task is a thread running :class:`sink.runtime.SinkRuntime` (one consumer of group
+``connect-<name>``); ``tasks.max`` > 1 starts that many threads in the same group, so Kafka splits
+the partitions between them, as Connect does. Threads (not processes) keep pause/resume, restart
+and metrics simple and immediate; the GIL caps one worker's CPU-bound throughput at about one
+core, which is why heavy deployments run several workers (each its own process and group member).
+
+State machine (Connect's names): a connector's *target* state RUNNING / PAUSED / STOPPED is what
+the user asked for and is persisted; the reported state adds FAILED (its config cannot start).
+Tasks are RUNNING, PAUSED, FAILED (with the trace) or RESTARTING. Pausing stops the task's
+thread after it commits what is durable (``SinkRuntime.run`` returns when its stop event is set);
+resuming starts a fresh runtime that resumes from the storage index / committed offsets. A failed
+task stays FAILED until restarted, as in Connect.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from kcql.errors import ConfigError
+from sink.config_files import ConnectorConfig, mask, parse_connector_config
+from sink.record import TopicPartition
+from sink.rest.errors import RestError
+from sink.rest.metering import MeteredConverter, TaskMetrics, metered_factory
+from sink.rest.store import ConnectorRecord, StateStore
+
+__all__ = ["Connector", "Herder", "TaskRunner"]
+
+log = logging.getLogger(__name__)
+
+TaskFactory = Callable[[], Any]
+
+
+def default_task_factory() -> TaskFactory:
+    """``sink.task.SinkTask``, imported when a task starts (a missing module fails that task)."""
+    from sink.task import SinkTask
+
+    return SinkTask  # type: ignore[no-any-return]
+
+
+class TaskRunner:
+    """One task: a thread running a ``SinkRuntime`` until stopped or failed."""
+
+    def __init__(self, connector: str, task_id: int, factory: Callable[[], TaskFactory]) -> None:
+        self.connector = connector
+        self.id = task_id
+        self.state = "UNASSIGNED"
+        self.trace: str | None = None
+        self.metrics = TaskMetrics()
+        self.runtime: Any = None
+        self._factory = factory
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    @property
+    def label(self) -> str:
+        return f"{self.connector}-{self.id}"
+
+    def start(self, cfg: ConnectorConfig, bootstrap: str) -> None:
+        """Start (or restart) the task thread; the task shows RUNNING at once, FAILED if it dies."""
+        self.halt()
+        stop = threading.Event()
+        self._stop = stop
+        self.state = "RUNNING"
+        self.trace = None
+        thread = threading.Thread(
+            target=self._run, args=(cfg, bootstrap, stop), name=f"task-{self.label}", daemon=True
+        )
+        self._thread = thread
+        thread.start()
+
+    def _run(self, cfg: ConnectorConfig, bootstrap: str, stop: threading.Event) -> None:
+        try:
+            from sink.runtime import RuntimeOptions, SinkRuntime
+
+            runtime = SinkRuntime(
+                cfg,
+                RuntimeOptions(bootstrap=bootstrap, task_id=self.id),
+                task_factory=metered_factory(self._factory(), self.metrics),
+            )
+            runtime.converter = MeteredConverter(runtime.converter, self.metrics)
+            self.runtime = runtime
+            log.info("task %s started", self.label)
+            runtime.run(stop)
+            log.info("task %s stopped", self.label)
+        except BaseException as exc:  # noqa: BLE001 - a task failure is reported in its status, not raised
+            self.trace = traceback.format_exc()
+            self.state = "FAILED"
+            self.metrics.failures += 1
+            log.exception("task %s failed: %s", self.label, _summary(str(exc)) or type(exc).__name__)
+
+    def halt(self, timeout: float = 30.0) -> None:
+        """Ask the thread to stop (the runtime commits what is durable first) and wait for it."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning("task %s did not stop within %.0f s", self.label, timeout)
+        self._thread = None
+
+    def signal_stop(self) -> None:
+        """Set the stop event without waiting (to stop many tasks in parallel)."""
+        self._stop.set()
+
+    def status(self, worker_id: str) -> dict[str, Any]:
+        """Connect's TaskState JSON (``trace`` only when there is one)."""
+        body: dict[str, Any] = {"id": self.id, "state": self.state, "worker_id": worker_id}
+        if self.state == "FAILED" and self.trace:
+            body["trace"] = self.trace
+        return body
+
+    def partitions(self) -> list[dict[str, Any]]:
+        """Per-partition view for /metrics and /ui: counters, committed offset, position and lag."""
+        m = self.metrics
+        runtime = self.runtime
+        positions: dict[TopicPartition, int] = {}
+        consumer = None
+        if runtime is not None and self.state == "RUNNING":
+            try:
+                positions = dict(runtime.positions)
+            except RuntimeError:  # changed size while copying: retry on the next scrape
+                positions = {}
+            consumer = runtime.consumer
+        tps = set(dict(m.records_in)) | set(dict(m.committed_offset)) | set(positions)
+        rows = []
+        for tp in sorted(tps):
+            committed = m.committed_offset.get(tp)
+            position = positions.get(tp, committed)
+            high = _high_watermark(consumer, tp)
+            rows.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "records_in": m.records_in.get(tp, 0),
+                    "bytes_in": m.bytes_in.get(tp, 0),
+                    "records_committed": m.records_committed.get(tp, 0),
+                    "committed_offset": committed,
+                    "position": position,
+                    "high_watermark": high,
+                    "lag": None if high is None or committed is None else max(high - committed, 0),
+                }
+            )
+        return rows
+
+
+def _high_watermark(consumer: Any, tp: TopicPartition) -> int | None:
+    if consumer is None:
+        return None
+    try:
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        _, high = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), cached=True)
+    except Exception:  # noqa: BLE001 - a closed consumer or unknown partition just means "no lag known"
+        return None
+    return high if high is not None and high >= 0 else None
+
+
+class Connector:
+    """A connector's config, target state, reported state and tasks."""
+
+    def __init__(self, name: str, config: dict[str, str], target: str) -> None:
+        self.name = name
+        self.config = config
+        self.target = target
+        self.state = "UNASSIGNED"
+        self.trace: str | None = None
+        self.tasks: list[TaskRunner] = []
+        self.topic_baseline: dict[str, int] = {}
+
+    def topic_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for task in self.tasks:
+            for tp, n in dict(task.metrics.records_in).items():
+                counts[tp.topic] = counts.get(tp.topic, 0) + n
+        return counts
+
+    def active_topics(self) -> list[str]:
+        """Topics that delivered records since the last ``/topics/reset`` (KIP-558)."""
+        return sorted(t for t, n in self.topic_counts().items() if n > self.topic_baseline.get(t, 0))
+
+    def masked_config(self) -> dict[str, str]:
+        return {k: mask(k, v) for k, v in self.config.items()}
+
+
+class Herder:
+    """All connectors of this worker. Mutations are serialised; reads take no lock."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        worker_id: str,
+        bootstrap: str | None,
+        task_factory: Callable[[], TaskFactory] = default_task_factory,
+    ) -> None:
+        self.store = store
+        self.worker_id = worker_id
+        self.bootstrap = bootstrap
+        self.task_factory = task_factory
+        self.connectors: dict[str, Connector] = {}
+        self._lock = threading.RLock()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Load the persisted connectors and bring each to its target state."""
+        with self._lock:
+            for record in self.store.load_all():
+                conn = Connector(record.name, record.config, record.state)
+                self.connectors[record.name] = conn
+                self._apply_target(conn)
+                log.info("resumed connector %s (%s)", record.name, record.state)
+
+    def shutdown(self) -> None:
+        """Stop every task (in parallel) without changing any persisted state."""
+        with self._lock:
+            tasks = [t for c in self.connectors.values() for t in c.tasks]
+            for task in tasks:
+                task.signal_stop()
+            for task in tasks:
+                task.halt()
+
+    # --- lookups -------------------------------------------------------------------------------
+
+    def get(self, name: str, message: str | None = None) -> Connector:
+        conn = self.connectors.get(name)
+        if conn is None:
+            raise RestError(404, message or f"Connector {name} not found")
+        return conn
+
+    def names(self) -> list[str]:
+        return sorted(self.connectors)
+
+    # --- configs -------------------------------------------------------------------------------
+
+    def put(
+        self,
+        name: str,
+        config: dict[str, str],
+        initial_state: str | None = None,
+        *,
+        create_only: bool = False,
+    ) -> bool:
+        """Create or update; returns whether the connector was created. Config is already valid."""
+        with self._lock:
+            conn = self.connectors.get(name)
+            if conn is not None and create_only:
+                raise RestError(409, f"Connector {name} already exists")
+            if conn is None:
+                conn = Connector(name, config, initial_state or "RUNNING")
+                self.store.save(ConnectorRecord(name, config, conn.target))
+                self.connectors[name] = conn
+                self._apply_target(conn)
+                log.info("created connector %s (%s)", name, conn.target)
+                return True
+            self._halt_tasks(conn)
+            conn.config = config
+            self.store.save(ConnectorRecord(name, config, conn.target))
+            self._apply_target(conn)
+            log.info("reconfigured connector %s", name)
+            return False
+
+    def delete(self, name: str) -> None:
+        with self._lock:
+            conn = self.get(name)
+            self._halt_tasks(conn)
+            self.store.delete(name)
+            del self.connectors[name]
+            log.info("deleted connector %s", name)
+
+    # --- state changes ---------------------------------------------------------------------------
+
+    def pause(self, name: str) -> None:
+        with self._lock:
+            conn = self.get(name, f"Unknown connector {name}")
+            self._set_target(conn, "PAUSED")
+            if conn.state == "FAILED":
+                return
+            for task in conn.tasks:
+                if task.state != "FAILED":
+                    task.state = "PAUSED"
+                    task.halt()
+            if conn.state != "STOPPED" or conn.tasks:
+                conn.state = "PAUSED"
+            if not conn.tasks:  # pausing a STOPPED connector brings its tasks back, paused
+                self._apply_target(conn)
+
+    def resume(self, name: str) -> None:
+        with self._lock:
+            conn = self.get(name, f"Unknown connector {name}")
+            self._set_target(conn, "RUNNING")
+            if conn.state == "FAILED":
+                return
+            if not conn.tasks:
+                self._apply_target(conn)
+                return
+            cfg = self._connector_config(conn)
+            if cfg is None:
+                return
+            conn.state = "RUNNING"
+            for task in conn.tasks:
+                if task.state == "PAUSED":
+                    task.start(cfg[0], cfg[1])
+
+    def stop(self, name: str) -> None:
+        with self._lock:
+            conn = self.get(name, f"Unknown connector {name}")
+            self._set_target(conn, "STOPPED")
+            self._halt_tasks(conn)
+            conn.state = "STOPPED"
+            conn.trace = None
+
+    def restart(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
+        """Connect's restart: ``None`` for the legacy form, else the status with RESTARTING marks."""
+        with self._lock:
+            conn = self.get(name, f"Unknown connector: {name}")
+            restart_connector = not only_failed or conn.state == "FAILED"
+            tasks = [t for t in conn.tasks if include_tasks and (not only_failed or t.state == "FAILED")]
+            body = None
+            if include_tasks or only_failed:
+                body = self.status(name)
+                if restart_connector:
+                    body["connector"]["state"] = "RESTARTING"
+                    body["connector"].pop("trace", None)
+                for entry in body["tasks"]:
+                    if any(t.id == entry["id"] for t in tasks):
+                        entry["state"] = "RESTARTING"
+                        entry.pop("trace", None)
+            if restart_connector and conn.state == "FAILED":
+                self._apply_target(conn)  # re-reads the config: starts every task afresh
+                return body
+            for task in tasks:
+                self._restart_task(conn, task)
+            return body
+
+    def restart_task(self, name: str, task_id: int) -> None:
+        with self._lock:
+            conn = self.get(name, f"Unknown connector: {name}")
+            task = next((t for t in conn.tasks if t.id == task_id), None)
+            if task is None:
+                raise RestError(404, f"Unknown task: {name}-{task_id}")
+            self._restart_task(conn, task)
+
+    def reset_topics(self, name: str) -> None:
+        conn = self.get(name)
+        conn.topic_baseline = conn.topic_counts()
+
+    # --- status --------------------------------------------------------------------------------
+
+    def status(self, name: str) -> dict[str, Any]:
+        conn = self.get(name, f"No status found for connector {name}")
+        connector: dict[str, Any] = {"state": conn.state, "worker_id": self.worker_id}
+        if conn.state == "FAILED" and conn.trace:
+            connector["trace"] = conn.trace
+        return {
+            "name": conn.name,
+            "connector": connector,
+            "tasks": [t.status(self.worker_id) for t in conn.tasks],
+            "type": "sink",
+        }
+
+    def info(self, name: str) -> dict[str, Any]:
+        conn = self.get(name)
+        return {
+            "name": conn.name,
+            "config": conn.masked_config(),
+            "tasks": [{"connector": conn.name, "task": t.id} for t in conn.tasks],
+            "type": "sink",
+        }
+
+    def health(self) -> list[str]:
+        """Reasons the worker is unhealthy (empty when every task is RUNNING or PAUSED)."""
+        reasons = []
+        for conn in list(self.connectors.values()):
+            if conn.state == "FAILED":
+                reasons.append(f"connector {conn.name} is FAILED: {_summary(conn.trace)}")
+            reasons += [
+                f"task {t.label} is {t.state}: {_summary(t.trace)}"
+                for t in list(conn.tasks)
+                if t.state not in ("RUNNING", "PAUSED")
+            ]
+        return reasons
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _set_target(self, conn: Connector, target: str) -> None:
+        if conn.target != target:
+            conn.target = target
+            self.store.save(ConnectorRecord(conn.name, conn.config, target))
+
+    def _halt_tasks(self, conn: Connector) -> None:
+        for task in conn.tasks:
+            task.signal_stop()
+        for task in conn.tasks:
+            task.halt()
+        conn.tasks = []
+
+    def _connector_config(self, conn: Connector) -> tuple[ConnectorConfig, str] | None:
+        """The parsed config and bootstrap servers, or ``None`` after marking the connector FAILED."""
+        try:
+            cfg = parse_connector_config(dict(conn.config))
+        except ConfigError as exc:
+            return self._fail(conn, str(exc))
+        bootstrap = (conn.config.get("bootstrap.servers") or self.bootstrap or "").strip()
+        if not bootstrap:
+            return self._fail(
+                conn,
+                "no Kafka bootstrap servers: set bootstrap.servers in the connector config, or start the "
+                "worker with --bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS",
+            )
+        return cfg, bootstrap
+
+    def _fail(self, conn: Connector, message: str) -> None:
+        conn.state = "FAILED"
+        conn.trace = message
+        log.error("connector %s failed: %s", conn.name, _summary(message))
+        return None
+
+    def _apply_target(self, conn: Connector) -> None:
+        """(Re)create the tasks for ``conn.target``: running, paused (created, not run) or none."""
+        self._halt_tasks(conn)
+        conn.trace = None
+        if conn.target == "STOPPED":
+            conn.state = "STOPPED"
+            return
+        cfg = self._connector_config(conn)
+        if cfg is None:
+            return
+        count = int(conn.config.get("tasks.max", "1") or 1)
+        conn.tasks = [TaskRunner(conn.name, i, self.task_factory) for i in range(max(count, 1))]
+        conn.state = conn.target
+        for task in conn.tasks:
+            if conn.target == "RUNNING":
+                task.start(*cfg)
+            else:
+                task.state = "PAUSED"
+
+    def _restart_task(self, conn: Connector, task: TaskRunner) -> None:
+        task.metrics.restarts += 1
+        if conn.target != "RUNNING" or conn.state == "FAILED":
+            task.halt()
+            task.state = "PAUSED" if conn.target == "PAUSED" else task.state
+            return
+        cfg = self._connector_config(conn)
+        if cfg is not None:
+            task.start(*cfg)
+
+
+def _summary(text: str | None) -> str:
+    if not text:
+        return ""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
