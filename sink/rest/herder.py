@@ -88,11 +88,11 @@ class TaskRunner:
             log.info("task %s started", self.label)
             runtime.run(stop)
             log.info("task %s stopped", self.label)
-        except BaseException as exc:  # noqa: BLE001 - a task failure is reported in its status, not raised
+        except BaseException:  # a task failure is reported in its status (with the trace), not raised
             self.trace = traceback.format_exc()
             self.state = "FAILED"
             self.metrics.failures += 1
-            log.exception("task %s failed: %s", self.label, _summary(str(exc)) or type(exc).__name__)
+            log.exception("task %s failed", self.label)
 
     def halt(self, timeout: float = 30.0) -> None:
         """Ask the thread to stop (the runtime commits what is durable first) and wait for it."""

@@ -22,7 +22,8 @@ table{border-collapse:collapse;margin:.4em 0 1em}
 td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
 th{background:#f3f3f3}.RUNNING{color:#1a7f37}.PAUSED,.STOPPED{color:#9a6700}
 .FAILED{color:#cf222e;font-weight:bold}
-pre{background:#fff4f4;border:1px solid #f0c0c0;padding:.5em;white-space:pre-wrap;max-height:12em;overflow:auto}
+pre{background:#fff4f4;border:1px solid #f0c0c0;padding:.5em;white-space:pre-wrap;
+    max-height:12em;overflow:auto}
 .muted{color:#777}
 """
 
@@ -35,26 +36,28 @@ def _state(state: str) -> str:
     return f'<span class="{_e(state)}">{_e(state)}</span>'
 
 
-def _task_rows(conn: Connector, task: TaskRunner) -> str:
-    rows = []
-    for row in task.partitions():  # noqa: PERF401 - one row of cells per partition reads better as a loop
-        rows.append(
-            "<tr>"
-            + "".join(
-                f"<td>{_e(v)}</td>"
-                for v in (
-                    task.id,
-                    row["topic"],
-                    row["partition"],
-                    row["records_in"],
-                    row["bytes_in"],
-                    row["committed_offset"] if row["committed_offset"] is not None else "-",
-                    row["lag"] if row["lag"] is not None else "-",
-                )
+def _cells(values: tuple[Any, ...]) -> str:
+    return "<tr>" + "".join(f"<td>{_e(v)}</td>" for v in values) + "</tr>"
+
+
+def _task_rows(task: TaskRunner) -> str:
+    def dash(value: Any) -> Any:
+        return "-" if value is None else value
+
+    return "".join(
+        _cells(
+            (
+                task.id,
+                r["topic"],
+                r["partition"],
+                r["records_in"],
+                r["bytes_in"],
+                dash(r["committed_offset"]),
+                dash(r["lag"]),
             )
-            + "</tr>"
         )
-    return "".join(rows)
+        for r in task.partitions()
+    )
 
 
 def _recent_files(task: TaskRunner) -> list[str]:
@@ -79,7 +82,7 @@ def _connector_section(herder: Herder, conn: Connector) -> str:
         "<table><tr><th>task</th><th>topic</th><th>partition</th><th>records in</th><th>bytes in</th>"
         "<th>committed offset</th><th>lag</th></tr>"
     )
-    parts += [_task_rows(conn, t) for t in conn.tasks]
+    parts += [_task_rows(t) for t in conn.tasks]
     parts.append("</table>")
     files = [f for t in conn.tasks for f in _recent_files(t)]
     if files:
