@@ -88,3 +88,85 @@ def read_json_records(backend: Backend, prefix: str = "") -> list[tuple[str, Any
             data = gzip.decompress(data)
         out.extend((key, json.loads(line)) for line in data.decode("utf-8").splitlines() if line.strip())
     return out
+
+
+# -- a small driver shared by in-process tests and the SIGKILL child process -----------------------
+
+TOPIC = "orders"
+
+
+class InjectedCrash(Exception):
+    """Raised by the fault hook to simulate the task dying at a commit step."""
+
+
+def make_plan(spec: dict[str, Any]) -> Any:
+    from kcql.model import FlushSettings, PartitionField, SinkPlan
+
+    partitioned = bool(spec.get("partition_by"))
+    return SinkPlan(
+        bucket=spec["bucket"],
+        prefix=spec["prefix"],
+        source=TOPIC,
+        flush=FlushSettings(count=spec["count"], size=spec["size"], interval=spec["interval"]),
+        partition_by=(PartitionField("g", "value", ("g",)),) if partitioned else (),
+        include_keys=partitioned,
+    )
+
+
+def make_record(offset: int, partition: int = 0) -> Any:
+    from sink.record import SinkRecord
+
+    return SinkRecord(
+        TOPIC, partition, offset, timestamp=1_700_000_000_000 + offset,
+        value={"id": offset, "p": partition, "g": offset % 3, "pad": "x" * 10},
+    )
+
+
+def drive(task: Any, spec: dict[str, Any]) -> int:
+    """Open partition 0, put records from the resume offset to ``spec['n']``; returns the resume offset."""
+    import time
+
+    from sink.record import TopicPartition
+
+    tp = TopicPartition(TOPIC, 0)
+    resume = task.open([tp]).get(tp, 0)
+    offset = resume
+    while offset < spec["n"]:
+        batch = [make_record(o) for o in range(offset, min(offset + spec["batch"], spec["n"]))]
+        task.put(batch)
+        offset += len(batch)
+        if spec.get("pause"):
+            time.sleep(spec["pause"])
+    return resume
+
+
+def _child_main(argv: list[str]) -> int:
+    """Run the driver with a fault hook that SIGKILLs this process at the given step/occurrence."""
+    import signal
+    import time
+
+    from sink.task import SinkTask
+
+    spec = json.loads(argv[0])
+    seen = {"count": 0}
+
+    def hook(step: str) -> None:
+        if step == spec["crash_step"]:
+            seen["count"] += 1
+            if seen["count"] == spec["crash_occurrence"]:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    task = SinkTask()
+    task.start(spec["config"], plans=[make_plan(spec["plan"])])
+    task.fault_hook = hook
+    drive(task, spec)
+    deadline = time.monotonic() + 20  # interval flushes happen on the timer: wait to be killed
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+    return 3  # never reached the step: the test fails on this exit code
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_child_main(sys.argv[1:]))
