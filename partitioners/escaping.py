@@ -36,6 +36,9 @@ match Lenses byte for byte. A real value ``[missing]`` is escaped to ``%5Bmissin
 
 _SPARK_SET = "\"#%'*/:=?\\\x7f{[]^"
 _ESCAPED = re.compile("[\x00-\x1f\x80-\x9f\ud800-\udfff" + re.escape(_SPARK_SET) + "]")
+_ESCAPED_KEEP_EQUALS = re.compile(
+    "[\x00-\x1f\x80-\x9f\ud800-\udfff" + re.escape(_SPARK_SET.replace("=", "")) + "]"
+)
 _ENCODED = re.compile(r"%(?:([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4}))")
 
 
@@ -44,15 +47,21 @@ def _encode_char(match: re.Match[str]) -> str:
     return f"%{code:02X}" if code < 0x100 else f"%u{code:04X}"
 
 
-def escape(value: str) -> str:
+def escape(value: str, *, keep_equals: bool = False) -> str:
     """Turn one partition value (or name) into a safe, visible path segment.
 
     The result never contains ``/`` or ``\\``, is never empty, ``.`` or ``..``, and never starts
     with ``.`` or ``_``; ``unescape(escape(v)) == v`` for every string ``v``.
+
+    Args:
+        value: the text to escape.
+        keep_equals: leave ``=`` as is. Only for ``_date`` pieces, whose text comes from the
+            pattern (``'year='uuuu`` → ``year=2010``, a Hive-style directory Spark discovers);
+            reversibility is unaffected because ``unescape`` never produces or consumes ``=``.
     """
     if not value:
         return EMPTY
-    text = _ESCAPED.sub(_encode_char, value)
+    text = (_ESCAPED_KEEP_EQUALS if keep_equals else _ESCAPED).sub(_encode_char, value)
     first = text[0]
     if first == ".":
         return "%2E" + text[1:]

@@ -131,7 +131,7 @@ def _date(pattern: str) -> SegmentFn:
         if record.timestamp is None:
             raise PartitionError(NO_TIMESTAMP, record.where)
         try:
-            return "/".join([escape(piece.format(record.timestamp)) for piece in pieces])
+            return "/".join([escape(piece.format(record.timestamp), keep_equals=True) for piece in pieces])
         except (OverflowError, ValueError, OSError) as exc:
             raise PartitionError(
                 f"Timestamp {record.timestamp} cannot be formatted with _date pattern {pattern!r}: {exc}",

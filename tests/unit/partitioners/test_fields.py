@@ -182,3 +182,11 @@ def test_slash_in_date_pattern_makes_directories_from_the_pattern_only():
     # a quoted "/" is literal text of one directory, and literal pieces are escaped
     assert path(plan("_date.uuuu'/'MM", include_keys=False), record(1, timestamp=ts)) == "2010%2F04"
     assert path(plan("_date|'..'/uuuu", include_keys=False), record(1, timestamp=ts)) == "%2E./2010"
+
+
+def test_hive_style_date_directories_keep_their_equals_sign():
+    ts = 1_270_166_400_000  # 2010-04-02T00:00Z
+    p = plan("_date|'year='uuuu/'month='MM/'day='dd", include_keys=False)
+    assert path(p, record(1, timestamp=ts)) == "year=2010/month=04/day=02"
+    # record data never keeps "=": only _date pieces (pattern text) do
+    assert path(plan("a", include_keys=False), record({"a": "year=2010"})) == "year%3D2010"

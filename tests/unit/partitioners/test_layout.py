@@ -127,3 +127,10 @@ def test_date_pattern_with_slash_spans_directories():
     assert parsed is not None
     assert parsed.partition_items == (("date", "2010/04/02"), ("a", "x"))
     assert parse_key(p, "streamReactorBackups/date=2010/04/a=x/myTopic(1_000000000000).json") is None
+
+
+def test_hive_style_date_pattern_parses_back():
+    p = plan("_date|'year='uuuu/'month='MM", include_keys=False)
+    parsed = parse_key(p, "streamReactorBackups/year=2010/month=04/myTopic(1_000000000000).json")
+    assert parsed is not None
+    assert parsed.partition_values == {"date": "year=2010/month=04"}

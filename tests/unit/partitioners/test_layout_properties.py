@@ -23,7 +23,17 @@ TOPIC = st.text(alphabet=string.ascii_letters + string.digits + "._-", min_size=
     lambda t: t not in (".", "..")
 )
 SCALAR = st.one_of(ANY_TEXT, st.integers(), st.booleans(), st.floats(), st.none())
-DATE_PATTERNS = ["uuuu", "LL", "dd", "HH", "uuuu-MM-dd", "yyyy/MM/dd HH:mm", "'y='u", "HHmmss.SSS"]
+DATE_PATTERNS = [
+    "uuuu",
+    "LL",
+    "dd",
+    "HH",
+    "uuuu-MM-dd",
+    "yyyy/MM/dd HH:mm",
+    "'y='u",
+    "HHmmss.SSS",
+    "'year='uuuu/'month='MM",
+]
 PADDINGS = st.one_of(
     st.just(Padding()),
     st.builds(
