@@ -9,6 +9,7 @@ keys.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kcql.errors import SinkError
 
@@ -24,11 +25,13 @@ class PartitionError(SinkError):
     Attributes:
         reason: the Lenses text alone, e.g. ``Value is null.`` (stable, for tests and metrics).
         where: the record position (``SinkRecord.where``), ``""`` when not tied to a record.
+        record: the record that could not be placed (for the error policy / DLQ), or ``None``.
     """
 
-    def __init__(self, reason: str, where: str = "") -> None:
+    def __init__(self, reason: str, where: str = "", record: Any = None) -> None:
         self.reason = reason
         self.where = where
+        self.record = record
         super().__init__(f"{reason} ({where})" if where else reason)
 
 

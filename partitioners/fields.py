@@ -77,16 +77,16 @@ def _render(value: Any) -> str:
 def _whole_key(record: SinkRecord) -> str:
     key = record.key
     if key is None:
-        raise PartitionError(KEY_NULL_WHOLE, record.where)
+        raise PartitionError(KEY_NULL_WHOLE, record.where, record)
     if isinstance(key, dict | list | tuple):
-        raise PartitionError(KEY_NOT_PRIMITIVE, record.where)
+        raise PartitionError(KEY_NOT_PRIMITIVE, record.where, record)
     return escape(to_text(key))
 
 
 def _key_path(path: tuple[str, ...]) -> SegmentFn:
     def segment(record: SinkRecord) -> str:
         if record.key is None:
-            raise PartitionError(KEY_NULL, record.where)
+            raise PartitionError(KEY_NULL, record.where, record)
         return _render(lookup_path(record.key, path))
 
     return segment
@@ -95,7 +95,7 @@ def _key_path(path: tuple[str, ...]) -> SegmentFn:
 def _value_path(path: tuple[str, ...]) -> SegmentFn:
     def segment(record: SinkRecord) -> str:
         if record.value is None:
-            raise PartitionError(VALUE_NULL, record.where)
+            raise PartitionError(VALUE_NULL, record.where, record)
         return _render(lookup_path(record.value, path))
 
     return segment
@@ -110,7 +110,7 @@ def _header(name: str, path: tuple[str, ...]) -> SegmentFn:
             if header_name == name:
                 found = header_value
         if found is _ABSENT:
-            raise PartitionError(missing, record.where)
+            raise PartitionError(missing, record.where, record)
         return _render(lookup_path(found, path) if path else found)
 
     return segment
@@ -129,13 +129,14 @@ def _date(pattern: str) -> SegmentFn:
 
     def segment(record: SinkRecord) -> str:
         if record.timestamp is None:
-            raise PartitionError(NO_TIMESTAMP, record.where)
+            raise PartitionError(NO_TIMESTAMP, record.where, record)
         try:
             return "/".join([escape(piece.format(record.timestamp), keep_equals=True) for piece in pieces])
         except (OverflowError, ValueError, OSError) as exc:
             raise PartitionError(
                 f"Timestamp {record.timestamp} cannot be formatted with _date pattern {pattern!r}: {exc}",
                 record.where,
+                record,
             ) from exc
 
     return segment

@@ -134,6 +134,7 @@ class Partitioner:
                     f"Partition directory is {size} bytes, longer than the {MAX_SEGMENT_BYTES}-byte limit: "
                     f"{segment[:60]}...",
                     record.where,
+                    record,
                 )
         size = len(path.encode("utf-8"))
         if size > MAX_PATH_BYTES:
@@ -141,4 +142,5 @@ class Partitioner:
                 f"Partition path is {size} bytes, longer than the {MAX_PATH_BYTES}-byte limit: "
                 f"{path[:60]}...",
                 record.where,
+                record,
             )

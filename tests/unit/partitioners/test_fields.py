@@ -45,6 +45,7 @@ def test_lenses_error_texts_carry_the_record_position(spec, rec, reason):
     assert info.value.reason == reason
     assert info.value.where == "topic 'myTopic' partition 1 offset 42"
     assert str(info.value) == f"{reason} (topic 'myTopic' partition 1 offset 42)"
+    assert info.value.record is rec
 
 
 def test_paths_for_raises_with_the_failing_record():
