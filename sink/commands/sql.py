@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import logging
 import sys
 from typing import Any, TextIO
 
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from spark_reader.views import register as register_views
 
     spark = build_session(args.master)
+    # PySpark logs every failed query at ERROR itself; the command reports it once, as its error.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     views = register_views(spark, config, views=views_map)
     if not args.query:
         for name, description in views.items():
@@ -88,10 +91,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
+_OUR_ERRORS = ("FileDecodeError:", "ReaderStorageError:", "SinkError:")
+
+
 def _spark_message(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return f"query failed: {first}"
+    """One readable line out of a Spark error: our own error's message when a Python worker
+    raised it (Spark wraps it in a worker traceback), else Spark's first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in reversed(lines):
+        for marker in _OUR_ERRORS:
+            if marker in line:
+                return "query failed: " + line.split(marker, 1)[1].strip()
+    return f"query failed: {lines[0] if lines else type(exc).__name__}"
 
 
 def _cell(value: Any) -> Any:

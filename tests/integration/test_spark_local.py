@@ -123,3 +123,22 @@ def test_partition_filter_prunes_files(spark, tmp_path: Path) -> None:
     assert full == len(recs)
     assert by_value == sum(1 for r in recs if r.value["region"] in ("eu", "us"))
     assert pruned == sum(1 for r in recs if r.value["region"] == "eu" and r.partition == 1)
+
+
+def test_a_corrupt_committed_file_fails_the_query_naming_the_file(spark, tmp_path: Path) -> None:
+    """A file that does not decode is an error naming it, never silently skipped rows."""
+    from pyspark.errors import PythonException
+
+    from sink.commands.sql import _spark_message
+
+    root = tmp_path / "store"
+    put = ld.local_put(root / "bkt")
+    p = ld.plan(StoreFormat.AVRO, "default", prefix="corrupt")
+    keys = ld.write_with_sink_libs(p, ld.records(partitions=1, per_partition=24), put, tmp_path)
+    bad = sorted(keys)[3]  # not one of the files the schema is sampled from (first three, newest)
+    put(bad, b"Obj\x01 truncated")
+    register(spark, {"connect.local.root": str(root)}, plans=[p])
+    with pytest.raises(PythonException) as info:
+        spark.sql("SELECT COUNT(*) FROM corrupt").collect()
+    message = _spark_message(info.value)
+    assert message.startswith("query failed: cannot decode bkt/" + bad + " as AVRO"), message

@@ -5,6 +5,7 @@ partial file or a duplicate.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import threading
@@ -138,6 +139,11 @@ def test_sink_output_queried_from_the_connector_config(spark, backend, tmp_path:
         "avro: AVRO KeysAndValues PARTITIONBY region" in out.getvalue()
         and "  part_region: string" in out.getvalue()
     )
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert cli_main(["sql", "SELECT nope FROM avro", "--config", str(cfg_file)]) == 1
+    assert err.getvalue().startswith("kcql-sink sql: query failed:") and "nope" in err.getvalue()
+    assert "Traceback" not in err.getvalue()
     out = io.StringIO()
     _capture(out, ["cat", "--config", str(cfg_file), "--topic", "o_json", "--from-offset", "20"])
     lines = [json.loads(x) for x in out.getvalue().splitlines()]
@@ -155,8 +161,6 @@ def _renamed(spec):
 
 
 def _capture(out: io.StringIO, argv: list[str]) -> None:
-    import contextlib
-
     with contextlib.redirect_stdout(out):
         assert cli_main(argv) == 0
 
