@@ -12,6 +12,7 @@ import csv
 import gzip
 import io
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,11 +110,23 @@ def _read_csv(data: bytes, *, with_headers: bool) -> pa.Table:
 def _read_avro(data: bytes) -> pa.Table:
     reader = fastavro.reader(io.BytesIO(data))
     schema = reader.writer_schema
-    rows = list(reader)
+    rows: list[Any] = list(reader)
     arrow_type = avro_to_arrow_type(schema)
-    if pa.types.is_struct(arrow_type):
-        return pa.Table.from_pylist(rows, schema=pa.schema(list(arrow_type)))
-    return pa.table({"value": pa.array(rows, arrow_type)})
+    if not pa.types.is_struct(arrow_type):
+        return pa.table({"value": _column(list(rows), arrow_type)})
+    columns = {}
+    for fld in arrow_type:
+        columns[fld.name] = _column([r.get(fld.name) for r in rows], fld.type)
+    return pa.table(columns)
+
+
+def _column(values: list[Any], typ: pa.DataType) -> pa.Array:
+    """Values as ``typ``; what Arrow cannot hold that way (multi-branch unions, UUID objects)
+    becomes text rather than failing the file."""
+    try:
+        return pa.array(values, typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pa.array([_to_text(v) for v in values], pa.string())
 
 
 _AVRO_PRIMITIVES: dict[str, pa.DataType] = {
@@ -182,6 +195,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _to_text(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
     return json.dumps(to_jsonable(value), sort_keys=True)
 
 

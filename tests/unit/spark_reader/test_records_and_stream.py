@@ -100,3 +100,38 @@ def test_cat_follow_waits_for_new_files(tmp_path: Path) -> None:
     t.join()
     assert [r["offset"] for r in out] == list(range(12))
     assert [r["value"]["id"] for r in out] == [r.value["id"] for r in recs]
+
+
+def test_avro_values_arrow_cannot_type_become_text() -> None:
+    import io
+    import uuid
+
+    import fastavro
+
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "u", "type": {"type": "string", "logicalType": "uuid"}},
+            {"name": "m", "type": ["null", "int", "string"]},
+            {"name": "n", "type": "long"},
+        ],
+    }
+    ids = [str(uuid.uuid4()), str(uuid.uuid4())]
+    buf = io.BytesIO()
+    fastavro.writer(
+        buf, fastavro.parse_schema(schema), [{"u": ids[0], "m": 1, "n": 2}, {"u": ids[1], "m": "x", "n": 3}]
+    )
+    table = read_table(buf.getvalue(), StoreFormat.AVRO)
+    assert table.to_pylist() == [{"u": ids[0], "m": "1", "n": 2}, {"u": ids[1], "m": "x", "n": 3}]
+
+
+def test_json_lines_with_changing_types_and_primitives() -> None:
+    table = read_table(b'{"a": 1}\n{"a": "x"}\n"plain"\n', StoreFormat.JSON)
+    assert table.to_pylist() == [
+        {"a": "1", "value": None},
+        {"a": "x", "value": None},
+        {"a": None, "value": "plain"},
+    ]
+    iso = read_table(b'{"t": "2024-01-01 00:00:00"}\n', StoreFormat.JSON)
+    assert iso.to_pylist() == [{"t": "2024-01-01 00:00:00"}]  # strings stay strings, as Spark reads them
