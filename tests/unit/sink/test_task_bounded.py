@@ -1,0 +1,183 @@
+"""Bounded resources: 100,000 distinct PARTITIONBY values through one task.
+
+The Confluent sink keeps one part buffer per encoded partition (OOM at part size x partitions)
+and Lenses opens one staging file per partition value. Here at most
+``connect.s3.max.open.writers`` staging files are open at once (the least recently used one is
+committed first), so file descriptors stay flat, and the exactly-once index stays small however
+many values pass through, also when one "hot" value keeps a file open for a long time.
+
+The storage is an in-memory fake with real conditional-write semantics (a unit test: 100,000
+files on a real disk take many minutes of fsyncs); the staging files are real files, on tmpfs
+when the machine has one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import sink.task as task_module
+from partitioners import is_data_key
+from sink.record import SinkRecord, TopicPartition
+from sink.storage.base import ObjectInfo, ObjectNotFound, PreconditionFailed, Storage, StoredObject
+
+TP = TopicPartition("events", 0)
+MAX_OPEN = 64
+INDEX_LIMIT = 100_000
+"""Bytes an index object may reach; it is rewritten on every commit, so it must stay small."""
+
+
+class MemoryStorage(Storage):
+    """A dict with S3's conditional semantics; remembers the largest index object ever written."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, tuple[bytes, str]] = {}
+        self._etags = itertools.count()
+        self.largest_index = 0
+
+    def uri(self, bucket: str, key: str = "") -> str:
+        return f"mem://{bucket}/{key}"
+
+    def check_bucket(self, bucket: str) -> None:
+        return None
+
+    def _store(self, key: str, data: bytes, if_none_match: bool, if_match: str | None) -> str:
+        current = self.objects.get(key)
+        if if_none_match and current is not None:
+            raise PreconditionFailed(f"{key} exists")
+        if if_match is not None and (current is None or current[1] != if_match):
+            raise PreconditionFailed(f"{key} changed")
+        if key.startswith(".indexes/"):
+            self.largest_index = max(self.largest_index, len(data))
+            assert len(data) < INDEX_LIMIT, f"index object grew to {len(data)} bytes: {data[:200]!r}..."
+        etag = f'"{next(self._etags)}"'
+        self.objects[key] = (data, etag)
+        return etag
+
+    def put_file(
+        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None
+    ) -> str:
+        return self._store(key, Path(path).read_bytes(), if_none_match, if_match)
+
+    def put_bytes(
+        self, bucket: str, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
+    ) -> str:
+        return self._store(key, data, if_none_match, if_match)
+
+    def get(self, bucket: str, key: str) -> StoredObject:
+        if key not in self.objects:
+            raise ObjectNotFound(key)
+        data, etag = self.objects[key]
+        return StoredObject(data, etag)
+
+    def head(self, bucket: str, key: str) -> ObjectInfo | None:
+        if key not in self.objects:
+            return None
+        data, etag = self.objects[key]
+        return ObjectInfo(key, len(data), etag)
+
+    def copy(self, bucket: str, source: str, dest: str, *, if_match: str | None = None) -> None:
+        if source not in self.objects:
+            raise ObjectNotFound(source)
+        data, etag = self.objects[source]
+        if if_match is not None and etag != if_match:
+            raise PreconditionFailed(f"{source} changed")
+        self._store(dest, data, False, None)
+
+    def delete(self, bucket: str, key: str) -> None:
+        self.objects.pop(key, None)
+
+    def list(self, bucket: str, prefix: str = "") -> Iterator[ObjectInfo]:
+        for key in sorted(k for k in self.objects if k.startswith(prefix)):
+            yield ObjectInfo(key, len(self.objects[key][0]), self.objects[key][1])
+
+
+@pytest.fixture
+def storage(monkeypatch: pytest.MonkeyPatch) -> MemoryStorage:
+    store = MemoryStorage()
+    monkeypatch.setattr(task_module, "create_storage", lambda settings: store)
+    return store
+
+
+@pytest.fixture
+def staging(tmp_path: Path) -> Iterator[Path]:
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        import tempfile
+
+        directory = Path(tempfile.mkdtemp(prefix="kcql-sink-bounded-", dir=shm))
+        yield directory
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        yield tmp_path / "stage"
+
+
+def _task(staging: Path, tmp_path: Path) -> task_module.SinkTask:
+    task = task_module.SinkTask()
+    task.start(
+        {
+            "name": "bounded",
+            "connect.storage": "local",
+            "connect.local.root": str(tmp_path / "unused-root"),
+            "connect.s3.local.tmp.directory": str(staging),
+            "connect.s3.max.open.writers": str(MAX_OPEN),
+            "connect.s3.kcql": (
+                "INSERT INTO bkt:out SELECT * FROM events PARTITIONBY k STOREAS JSON "
+                "PROPERTIES('flush.count'=1000000, 'flush.interval'=3600)"
+            ),
+        }
+    )
+    return task
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _run(task: task_module.SinkTask, total: int, key_of: object) -> int:
+    """Put ``total`` records; returns the most file descriptors seen above the start."""
+    task.open([TP])
+    baseline = _open_fds()
+    worst = 0
+    for start in range(0, total, 1000):
+        batch = [
+            SinkRecord("events", 0, i, 1_700_000_000_000, None, {"k": key_of(i), "id": i})  # type: ignore[operator]
+            for i in range(start, min(start + 1000, total))
+        ]
+        task.put(batch)
+        assert len(task._pool) <= MAX_OPEN
+        worst = max(worst, _open_fds() - baseline)
+    task.close([TP])
+    return worst
+
+
+def _committed_ids(storage: MemoryStorage) -> Counter[int]:
+    ids: Counter[int] = Counter()
+    for key, (data, _) in storage.objects.items():
+        if is_data_key(key, "out"):
+            ids.update(json.loads(line)["id"] for line in data.splitlines())
+    return ids
+
+
+def test_100k_distinct_values_keep_writers_and_descriptors_bounded(
+    storage: MemoryStorage, staging: Path, tmp_path: Path
+) -> None:
+    total = 100_000
+    task = _task(staging, tmp_path)
+    try:
+        worst_fds = _run(task, total, lambda i: f"v{i}")
+    finally:
+        task.stop()
+    assert worst_fds <= MAX_OPEN + 8, f"{worst_fds} more descriptors open than at the start"
+    assert _committed_ids(storage) == Counter(range(total))
+    assert sum(1 for key in storage.objects if is_data_key(key, "out")) == total
+    assert not [k for k in storage.objects if k.startswith(".temp-upload/")]
+    assert storage.largest_index < 2_000
