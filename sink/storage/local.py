@@ -23,8 +23,9 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from sink.storage.base import (
     ObjectInfo,
@@ -139,14 +140,14 @@ class LocalStorage(Storage):
             if current != if_match:
                 raise PreconditionFailed(f"{self.uri(bucket, key)} changed: etag {current} is not {if_match}")
 
-    def _atomic_write(self, target: Path, fill: object) -> None:
+    def _atomic_write(self, target: Path, fill: Callable[[BinaryIO], object]) -> None:
         """Write a temp file next to ``target`` with ``fill(fh)``, fsync, rename, fsync the directory."""
         for attempt in range(3):
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}"
             try:
                 with tmp.open("xb") as fh:
-                    fill(fh)  # type: ignore[operator]
+                    fill(fh)
                     fh.flush()
                     os.fsync(fh.fileno())
             except FileNotFoundError:  # a concurrent delete pruned the fresh directory: once more
@@ -175,9 +176,9 @@ class LocalStorage(Storage):
     ) -> str:
         target = self._path(bucket, key)
 
-        def fill(fh: object) -> None:
+        def fill(fh: BinaryIO) -> None:
             with Path(path).open("rb") as src:
-                shutil.copyfileobj(src, fh, _CHUNK)  # type: ignore[misc]
+                shutil.copyfileobj(src, fh, _CHUNK)
 
         with map_exceptions(f"put {self.uri(bucket, key)}", _classify), self._key_lock(bucket, key):
             self._check(target, bucket, key, if_none_match, if_match)
