@@ -13,7 +13,9 @@ import binascii
 import contextlib
 import hmac
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import signal
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -106,10 +108,36 @@ def build_app(herder: Herder, basic_auth: str | None = None) -> Starlette:
     )
 
 
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, minus re-raising SIGTERM/SIGINT after the graceful shutdown.
+
+        A worker stopped by SIGTERM has committed and stopped every task: that is a clean exit (0),
+        as for ``kcql-sink run``, not death by signal.
+        """
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in originals.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
 def serve(herder: Herder, host: str, port: int, basic_auth: str | None = None) -> None:
     """Run the worker until SIGINT/SIGTERM (uvicorn handles the signals, then the lifespan stops tasks)."""
     import uvicorn
 
+    _Server = _server_class()
     config = uvicorn.Config(
         build_app(herder, basic_auth),
         host=host,
@@ -120,4 +148,5 @@ def serve(herder: Herder, host: str, port: int, basic_auth: str | None = None) -
         timeout_graceful_shutdown=30,
     )
     log.info("kcql-sink worker listening on http://%s:%d", host, port)
-    uvicorn.Server(config).run()
+    _Server(config).run()
+    log.info("kcql-sink worker stopped")

@@ -28,6 +28,7 @@ from sink.record import TopicPartition
 from sink.rest.errors import RestError
 from sink.rest.metering import MeteredConverter, TaskMetrics, metered_factory
 from sink.rest.store import ConnectorRecord, StateStore
+from sink.rest.watermarks import WatermarkProbe
 
 __all__ = ["Connector", "Herder", "TaskRunner"]
 
@@ -115,24 +116,18 @@ class TaskRunner:
             body["trace"] = self.trace
         return body
 
-    def partitions(self) -> list[dict[str, Any]]:
-        """Per-partition view for /metrics and /ui: counters, committed offset, position and lag."""
+    def partitions(self, high: Callable[[TopicPartition], int | None] | None = None) -> list[dict[str, Any]]:
+        """Per-partition view for /metrics and /ui: counters, committed offset and lag.
+
+        Reads only counters the task thread updates (never the task's consumer); ``high`` gives a
+        partition's high watermark for the lag.
+        """
         m = self.metrics
-        runtime = self.runtime
-        positions: dict[TopicPartition, int] = {}
-        consumer = None
-        if runtime is not None and self.state == "RUNNING":
-            try:
-                positions = dict(runtime.positions)
-            except RuntimeError:  # changed size while copying: retry on the next scrape
-                positions = {}
-            consumer = runtime.consumer
-        tps = set(dict(m.records_in)) | set(dict(m.committed_offset)) | set(positions)
+        tps = set(dict(m.records_in)) | set(dict(m.committed_offset))
         rows = []
         for tp in sorted(tps):
             committed = m.committed_offset.get(tp)
-            position = positions.get(tp, committed)
-            high = _high_watermark(consumer, tp)
+            top = high(tp) if high is not None else None
             rows.append(
                 {
                     "topic": tp.topic,
@@ -141,24 +136,11 @@ class TaskRunner:
                     "bytes_in": m.bytes_in.get(tp, 0),
                     "records_committed": m.records_committed.get(tp, 0),
                     "committed_offset": committed,
-                    "position": position,
-                    "high_watermark": high,
-                    "lag": None if high is None or committed is None else max(high - committed, 0),
+                    "high_watermark": top,
+                    "lag": None if top is None or committed is None else max(top - committed, 0),
                 }
             )
         return rows
-
-
-def _high_watermark(consumer: Any, tp: TopicPartition) -> int | None:
-    if consumer is None:
-        return None
-    try:
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-        _, high = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), cached=True)
-    except Exception:  # noqa: BLE001 - a closed consumer or unknown partition just means "no lag known"
-        return None
-    return high if high is not None and high >= 0 else None
 
 
 class Connector:
@@ -203,6 +185,7 @@ class Herder:
         self.bootstrap = bootstrap
         self.task_factory = task_factory
         self.connectors: dict[str, Connector] = {}
+        self.watermarks = WatermarkProbe()
         self._lock = threading.RLock()
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -224,6 +207,14 @@ class Herder:
                 task.signal_stop()
             for task in tasks:
                 task.halt()
+            self.watermarks.close()
+
+    def partitions(self, conn: Connector, task: TaskRunner) -> list[dict[str, Any]]:
+        """``task.partitions`` with lag from the broker's high watermarks."""
+        bootstrap = (conn.config.get("bootstrap.servers") or self.bootstrap or "").strip()
+        if not bootstrap:
+            return task.partitions()
+        return task.partitions(lambda tp: self.watermarks.high(bootstrap, tp))
 
     # --- lookups -------------------------------------------------------------------------------
 

@@ -76,7 +76,7 @@ class HerderCollector(Collector):
                 conn_state.add_metric([conn.name, s], 1.0 if conn.state == s else 0.0)
             for task in list(conn.tasks):
                 ct = [conn.name, str(task.id)]
-                for row in task.partitions():
+                for row in self.herder.partitions(conn, task):
                     labels = [*ct, row["topic"], str(row["partition"])]
                     records_in.add_metric(labels, row["records_in"])
                     bytes_in.add_metric(labels, row["bytes_in"])

@@ -40,7 +40,7 @@ def _cells(values: tuple[Any, ...]) -> str:
     return "<tr>" + "".join(f"<td>{_e(v)}</td>" for v in values) + "</tr>"
 
 
-def _task_rows(task: TaskRunner) -> str:
+def _task_rows(herder: Herder, conn: Connector, task: TaskRunner) -> str:
     def dash(value: Any) -> Any:
         return "-" if value is None else value
 
@@ -56,7 +56,7 @@ def _task_rows(task: TaskRunner) -> str:
                 dash(r["lag"]),
             )
         )
-        for r in task.partitions()
+        for r in herder.partitions(conn, task)
     )
 
 
@@ -82,7 +82,7 @@ def _connector_section(herder: Herder, conn: Connector) -> str:
         "<table><tr><th>task</th><th>topic</th><th>partition</th><th>records in</th><th>bytes in</th>"
         "<th>committed offset</th><th>lag</th></tr>"
     )
-    parts += [_task_rows(t) for t in conn.tasks]
+    parts += [_task_rows(herder, conn, t) for t in conn.tasks]
     parts.append("</table>")
     files = [f for t in conn.tasks for f in _recent_files(t)]
     if files:
