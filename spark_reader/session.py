@@ -10,6 +10,8 @@ import contextlib
 import logging
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kcql.errors import SinkError
@@ -24,6 +26,24 @@ log = logging.getLogger(__name__)
 
 class SparkUnavailableError(SinkError):
     """PySpark is not installed or the JVM could not start."""
+
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_log4j() -> str:
+    path = Path(tempfile.gettempdir()) / "kcql-sink-spark-log4j2.properties"
+    if not path.exists() or path.read_text(encoding="utf-8") != _LOG4J:
+        path.write_text(_LOG4J, encoding="utf-8")
+    return path.as_uri()
 
 
 def build_session(master: str | None = None, app_name: str = "kcql-sink sql") -> SparkSession:
@@ -44,7 +64,13 @@ def build_session(master: str | None = None, app_name: str = "kcql-sink sql") ->
     if master:
         builder = builder.master(master)
     elif not os.environ.get("SPARK_REMOTE"):
-        builder = builder.master("local[*]").config("spark.ui.enabled", "false")
+        # a CLI run prints its result, not the JVM's start-up chatter: loopback, errors-only log4j
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (
+            builder.master("local[*]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_quiet_log4j()}")
+        )
     builder = builder.config("spark.sql.session.timeZone", "UTC").config(
         "spark.ui.showConsoleProgress", "false"
     )
