@@ -5,11 +5,19 @@ Layout: ``<root>/<connector>/<task uuid>/<topic>/<partition>/<uuid>.<ext>``. The
 "File name too long" (Lenses #1719), and the task id keeps two tasks sharing
 ``connect.s3.local.tmp.directory`` apart. Without a configured directory each task gets a fresh
 temporary one, removed on :meth:`StagingArea.close`.
+
+A live task holds an exclusive ``flock`` on ``<task dir>/.lock``. At start, sibling task
+directories whose lock can be taken belong to dead processes (killed, OOM): their files were
+never committed (the index or the Kafka offset replays them), so they are removed instead of
+filling the disk crash after crash.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
 import shutil
 import tempfile
 import uuid
@@ -34,6 +42,28 @@ class StagingArea:
             self.base = Path(root) / escape(connector) / task_id
             self.base.mkdir(parents=True, exist_ok=True)
             self._remove_base = True
+        self._lock_fd: int | None = os.open(self.base / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if root is not None:
+            self._remove_dead_siblings()
+
+    def _remove_dead_siblings(self) -> None:
+        for sibling in self.base.parent.iterdir():
+            if sibling == self.base or not sibling.is_dir():
+                continue
+            try:
+                fd = os.open(sibling / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a live task holds it
+            else:
+                log.info("removing staging files of a dead task: %s", sibling)
+                shutil.rmtree(sibling, ignore_errors=True)
+            finally:
+                os.close(fd)
 
     def partition_dir(self, tp: TopicPartition) -> Path:
         return self.base / escape(tp.topic) / str(tp.partition)
@@ -51,3 +81,7 @@ class StagingArea:
     def close(self) -> None:
         if self._remove_base:
             shutil.rmtree(self.base, ignore_errors=True)
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = None

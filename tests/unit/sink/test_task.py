@@ -311,3 +311,21 @@ def test_100k_distinct_partition_values_stay_within_the_writer_bound(
     finally:
         task.stop()
     assert len(storage.objects) == total - 50  # close discards without exactly-once
+
+
+def test_staging_of_dead_tasks_is_removed_but_live_tasks_are_kept(tmp_path: Path) -> None:
+    from sink.staging import StagingArea
+
+    live = StagingArea(tmp_path, "conn", "live")
+    (live.new_file(TP, "json")).write_bytes(b"x")
+    dead = tmp_path / "conn" / "dead" / "t" / "0"
+    dead.mkdir(parents=True)
+    (dead / "leftover.json").write_bytes(b"uncommitted")
+    fresh = StagingArea(tmp_path, "conn", "fresh")
+    try:
+        assert not (tmp_path / "conn" / "dead").exists()
+        assert any(live.partition_dir(TP).iterdir())
+    finally:
+        fresh.close()
+        live.close()
+    assert not (tmp_path / "conn" / "live").exists()
