@@ -57,6 +57,7 @@ __all__ = [
     "build_converter",
     "connect_schema_to_avro",
     "converter_problems",
+    "needs_parsed_value",
     "record_converter",
 ]
 
@@ -490,6 +491,20 @@ def build_converter(cls: str, props: Mapping[str, str], prefix: str) -> Converte
     raise ValueError(f"unsupported converter class {cls!r}; use one of " + ", ".join(_KNOWN))
 
 
+_PAIRS = frozenset({(0x7B, 0x7D), (0x5B, 0x5D)})  # {...} and [...]
+
+
+def _passes_through(data: bytes) -> bool:
+    """Whether unparsed JSON text may be written as it is: an object or array on one line.
+
+    Two byte comparisons and a C-level search, instead of a parse: anything else (scalars, text
+    with line breaks, a payload that is not JSON at all such as Avro or plain text) is parsed, so
+    the usual poison records are still caught; only a malformed document inside a well-formed
+    ``{...}``/``[...]`` frame can pass unchecked.
+    """
+    return bool(data) and (data[0], data[-1]) in _PAIRS and b"\n" not in data
+
+
 def _header_value(v: bytes | None) -> Any:
     if v is None:
         return None
@@ -507,8 +522,8 @@ class RecordConverter:
         value: the value converter.
         parse_value: ``topic -> bool``; when it returns False and the value converter is
             schemaless JSON, values are not parsed: ``raw_value`` carries the text and ``value``
-            the same bytes (a text with a line break is still parsed: the JSON format re-encodes
-            those so every record stays on one line). Invalid JSON then passes through unchecked.
+            the same bytes. Texts that are not a one-line ``{...}``/``[...]`` are still parsed
+            (see :func:`_passes_through`), so non-JSON payloads are still caught as record errors.
     """
 
     def __init__(
@@ -545,7 +560,7 @@ class RecordConverter:
                 value, vschema = None, None
             elif self._raw_json:
                 raw = vbytes
-                if b"\n" not in vbytes and self._skip_parse(topic):
+                if _passes_through(vbytes) and self._skip_parse(topic):
                     value, vschema = vbytes, None
                 else:
                     value, vschema = self.value.convert(topic, vbytes)
@@ -601,3 +616,23 @@ def record_converter(
         cls = (props.get(prefix) or DEFAULT_CONVERTERS[prefix]).strip()
         convs.append(build_converter(cls, props, prefix))
     return RecordConverter(convs[0], convs[1], parse_value)
+
+
+def needs_parsed_value(plans: Sequence[Any]) -> Callable[[str], bool]:
+    """``topic -> bool``: whether the statement handling ``topic`` needs the parsed value.
+
+    Only ``STOREAS JSON`` without envelope and without PARTITIONBY on value fields can write the
+    raw JSON text as it came; every other format, the envelope and value partitioning read fields.
+    The first matching statement wins, as in Lenses; a topic without one needs nothing (it fails
+    elsewhere with Lenses' message).
+    """
+
+    def needs(topic: str) -> bool:
+        for plan in plans:
+            if plan.matches_topic(topic):
+                fmt = getattr(plan.format, "value", plan.format)
+                value_fields = any(f.kind == "value" for f in (plan.partition_by or ()))
+                return not (fmt == "JSON" and plan.envelope is None and not value_fields)
+        return True
+
+    return needs

@@ -37,7 +37,14 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kcql.errors import ConfigError, ConfigProblem, SinkError
 from kcql.model import SinkPlan
 from sink.config_files import ConnectorConfig, mask
-from sink.converters import BYTES_CONVERTER, JSON_CONVERTER, ConversionError, RecordConverter, build_converter
+from sink.converters import (
+    BYTES_CONVERTER,
+    JSON_CONVERTER,
+    ConversionError,
+    RecordConverter,
+    build_converter,
+    needs_parsed_value,
+)
 from sink.dlq import DeadLetterQueue
 from sink.errors_policy import parse_error_settings
 from sink.record import SinkRecord, TopicPartition
@@ -192,7 +199,8 @@ class SinkRuntime:
                 problems.append(ConfigProblem(prefix, mask(prefix, class_name), str(exc)))
         if len(converters) != 2:
             return None
-        return RecordConverter(converters[0], converters[1])
+        # JSON → JSON without envelope/value partitioning writes the raw text: do not parse it
+        return RecordConverter(converters[0], converters[1], needs_parsed_value(self.plans))
 
     # --- rebalance callbacks (run inside consume()) -------------------------------------------
 

@@ -68,3 +68,25 @@ def test_defaults_string_keys_schemaless_json_values_and_connect_default_schemas
     with pytest.raises(ConversionError, match='requires "schema" and "payload"'):
         named.convert(Msg(b'{"plain": true}'))
     assert record_converter({"key.converter": STRING_CONVERTER}).convert(Msg(b"1", key=b"k")).key == "k"
+
+
+def test_plan_decides_whether_values_are_parsed():
+    import kcql
+    from sink.converters import needs_parsed_value
+
+    plans = kcql.parse(
+        "INSERT INTO b:p SELECT * FROM raw STOREAS `JSON`;"
+        "INSERT INTO b:p SELECT * FROM env STOREAS `JSON` PROPERTIES('store.envelope'=true);"
+        "INSERT INTO b:p SELECT * FROM byval PARTITIONBY country STOREAS `JSON`;"
+        "INSERT INTO b:p SELECT * FROM bykey PARTITIONBY _key STOREAS `JSON`;"
+        "INSERT INTO b:p SELECT * FROM pq STOREAS `PARQUET`"
+    )
+    needs = needs_parsed_value(plans)
+    assert [needs(t) for t in ("raw", "env", "byval", "bykey", "pq")] == [False, True, True, False, True]
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"plain text", b"\xff\xfe", b"42 trailing", b'"unterminated'])
+def test_non_json_payloads_are_still_caught_on_the_lazy_path(body):
+    conv = RecordConverter(StringConverter(), JsonConverter(False), parse_value=lambda topic: False)
+    with pytest.raises(ConversionError, match="offset 7"):
+        conv.convert(Msg(body))
