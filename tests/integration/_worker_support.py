@@ -26,13 +26,29 @@ class Worker:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS", "KCQL_SINK_BASIC_AUTH")}
-        args = [sys.executable, "-m", "sink.cli", "worker", "--port", str(self.port), "--state-dir", str(state_dir)]
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("KAFKA_BOOTSTRAP_SERVERS", "KCQL_SINK_BASIC_AUTH")
+        }
+        args = [
+            sys.executable,
+            "-m",
+            "sink.cli",
+            "-v",
+            "worker",
+            "--port",
+            str(self.port),
+            "--state-dir",
+            str(state_dir),
+        ]
         if bootstrap:
             args += ["--bootstrap-servers", bootstrap]
         self._log = log_path.open("a")
         started = time.monotonic()
-        self.proc = subprocess.Popen([*args, *extra], stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+        self.proc = subprocess.Popen(
+            [*args, *extra], stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=REPO
+        )
         while True:
             try:
                 requests.get(self.base + "/", timeout=0.5)
@@ -65,7 +81,8 @@ class Worker:
         return requests.delete(self.url(path), timeout=60, **kw)
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()
 
     def wait_status(self, name: str, connector: str, tasks: str | None = None, timeout: float = 60) -> dict:

@@ -38,7 +38,9 @@ def connector_config(topic: str, root: str) -> dict[str, str]:
 
 
 def ids_in(root) -> list[int]:
-    return sorted(row["id"] for f in local_files(root, "bkt", "data") for row in decode(f.read_bytes(), "JSON"))
+    return sorted(
+        row["id"] for f in local_files(root, "bkt", "data") for row in decode(f.read_bytes(), "JSON")
+    )
 
 
 def produce(producer, topic: str, ids: range) -> None:
@@ -55,7 +57,9 @@ def test_connector_life_cycle_with_worker_restarts(kafka_bootstrap, topic_factor
     worker = Worker(state, kafka_bootstrap, tmp_path / "worker.log")
     try:
         assert worker.startup_seconds < 5, worker.startup_seconds  # ~1 s unloaded
-        created = worker.post("/connectors", json={"name": name, "config": connector_config(topic, str(root))})
+        created = worker.post(
+            "/connectors", json={"name": name, "config": connector_config(topic, str(root))}
+        )
         assert created.status_code == 201, created.text
         assert created.headers["Location"] == f"/connectors/{name}"
         body = created.json()
@@ -74,7 +78,8 @@ def test_connector_life_cycle_with_worker_restarts(kafka_bootstrap, topic_factor
 
         metrics = worker.get("/metrics").text
         in_lines = [
-            line for line in metrics.splitlines()
+            line
+            for line in metrics.splitlines()
             if line.startswith("kcql_sink_records_in_total{") and f'topic="{topic}"' in line
         ]
         assert sum(float(line.rsplit(" ", 1)[1]) for line in in_lines) == 20
@@ -118,13 +123,21 @@ def test_connector_life_cycle_with_worker_restarts(kafka_bootstrap, topic_factor
         assert worker.get(f"/connectors/{name}/status").json()["connector"]["state"] == "STOPPED"
         altered = worker.patch(
             f"/connectors/{name}/offsets",
-            json={"offsets": [{"partition": {"kafka_topic": topic, "kafka_partition": 0},
-                               "offset": {"kafka_offset": "0"}}]},
+            json={
+                "offsets": [
+                    {
+                        "partition": {"kafka_topic": topic, "kafka_partition": 0},
+                        "offset": {"kafka_offset": "0"},
+                    }
+                ]
+            },
         )
         assert altered.status_code == 200, altered.text
         assert altered.json() == {"message": ALTERED_MESSAGE}
-        after = {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"]
-                 for o in worker.get(f"/connectors/{name}/offsets").json()["offsets"]}
+        after = {
+            o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"]
+            for o in worker.get(f"/connectors/{name}/offsets").json()["offsets"]
+        }
         assert after[0] == 0
         reset = worker.delete(f"/connectors/{name}/offsets")
         assert reset.status_code == 200 and reset.json() == {"message": RESET_MESSAGE}
