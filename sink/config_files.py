@@ -150,6 +150,10 @@ def parse_connector_config(data: object, source: str = "<config>") -> ConnectorC
     return ConnectorConfig(name, normalised, tuple(warnings))
 
 
+_CHAIN_AUTH_MODES = frozenset({"EC2", "ECS", "ENV"})
+"""Seed-era ``aws.auth.mode`` values that the default credential chain covers."""
+
+
 def normalise_aliases(props: Mapping[str, str]) -> tuple[dict[str, str], list[str], list[ConfigProblem]]:
     """Map deprecated short keys onto ``connect.s3.*``; both given with different values is an error.
 
@@ -176,6 +180,14 @@ def normalise_aliases(props: Mapping[str, str]) -> tuple[dict[str, str], list[st
             continue
         out[new] = value
         warnings.append(f"configuration key {old} is deprecated: use {new} (Lenses 7+ rejects {old})")
+    mode = out.get("connect.s3.aws.auth.mode")
+    if mode is not None and mode.strip().upper() in _CHAIN_AUTH_MODES:
+        # pre-7.0 modes that all meant "let the AWS SDK find credentials": today's Default
+        out["connect.s3.aws.auth.mode"] = "Default"
+        warnings.append(
+            f"aws.auth.mode {mode.strip()} is deprecated: it means connect.s3.aws.auth.mode=Default "
+            "(the default AWS credential chain: environment, profile, container or instance role)"
+        )
     return out, warnings, problems
 
 

@@ -20,7 +20,7 @@ Connect's own (``key.converter``, ``value.converter``, ``value.converter.schemas
   ``value_schema``/``key_schema``.
 
 Defaults when a converter is not configured (there is no worker properties file to inherit from):
-``key.converter`` = StringConverter, ``value.converter`` = JsonConverter with
+``key.converter`` = ByteArrayConverter, ``value.converter`` = JsonConverter with
 ``schemas.enable=false``. When JsonConverter is named without ``schemas.enable``, Connect's own
 default ``true`` applies.
 """
@@ -423,7 +423,7 @@ class AvroConverter:
 
 # --------------------------------------------------------------------------- configuration
 
-DEFAULT_CONVERTERS: dict[str, str] = {"key.converter": STRING_CONVERTER, "value.converter": JSON_CONVERTER}
+DEFAULT_CONVERTERS: dict[str, str] = {"key.converter": BYTEARRAY_CONVERTER, "value.converter": JSON_CONVERTER}
 """Used when a converter is not configured (documented in docs/configuration.md)."""
 
 

@@ -8,6 +8,7 @@ from sink.converters import (
     AVRO_CONVERTER,
     JSON_CONVERTER,
     STRING_CONVERTER,
+    ByteArrayConverter,
     ConversionError,
     JsonConverter,
     RecordConverter,
@@ -60,9 +61,10 @@ def test_missing_registry_url_and_unknown_class_are_value_errors_not_key_errors(
         build_converter("x.Y", {}, "key.converter")
 
 
-def test_defaults_string_keys_schemaless_json_values_and_connect_default_schemas_true():
+def test_defaults_bytes_keys_schemaless_json_values_and_connect_default_schemas_true():
     conv = record_converter({})
-    assert isinstance(conv.key, StringConverter) and conv.value.schemas_enable is False
+    assert isinstance(conv.key, ByteArrayConverter) and conv.value.schemas_enable is False
+    assert conv.convert(Msg(b"{}", key=b"\xff")).key == b"\xff"  # any key converts
     named = record_converter({"value.converter": JSON_CONVERTER})
     assert named.value.schemas_enable is True  # Connect's JsonConverter default
     with pytest.raises(ConversionError, match='requires "schema" and "payload"'):
