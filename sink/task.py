@@ -57,6 +57,10 @@ __all__ = ["COMMIT_STEPS", "SinkTask"]
 
 log = logging.getLogger(__name__)
 
+MAX_PATHS_AHEAD = 1000
+"""Per-path offsets the index may hold ahead of ``committedOffset`` before the file holding the
+offset back is committed early (see :meth:`SinkTask._commit_oldest`)."""
+
 
 @dataclass
 class _PartitionState:
@@ -376,6 +380,8 @@ class SinkTask:
     def _commit_writer(self, writer: PartitionWriter, reason: str) -> None:
         """Finish ``writer``'s file and commit it; it leaves the pool only once committed."""
         assert self._committer is not None  # noqa: S101
+        if writer not in self._pool.for_partition(writer.tp):
+            return  # already committed (early, by _commit_oldest) while the caller iterated a snapshot
         state = self._partitions[writer.tp]
         writer.finish()
         if writer.first_offset is None:
@@ -399,6 +405,23 @@ class SinkTask:
         self.files_committed += 1
         writer.discard()  # removes the staging file
         self._pool.remove(writer)
+        if state.index is not None and len(state.index.state.paths) > MAX_PATHS_AHEAD:
+            self._commit_oldest(state)
+
+    def _commit_oldest(self, state: _PartitionState) -> None:
+        """Commit the open file that holds the partition's committed offset back.
+
+        A file that keeps receiving records (a "hot" PARTITIONBY value) stays open until its
+        flush limits, and meanwhile every other path committed adds an entry to the index's
+        per-path offsets; as each index write rewrites the whole object, that would grow the
+        index and cost quadratic time. Committing the oldest file moves ``committedOffset`` up,
+        which prunes those entries.
+        """
+        writers = self._pool.for_partition(state.tp)
+        holders = [w for w in writers if w.first_offset is not None and not w.finished]
+        if holders:
+            oldest = min(holders, key=lambda w: w.first_offset or 0)
+            self._commit_writer(oldest, "index size")
 
     def _drop_partition(self, tp: TopicPartition) -> None:
         for writer in self._pool.for_partition(tp):

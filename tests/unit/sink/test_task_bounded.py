@@ -181,3 +181,20 @@ def test_100k_distinct_values_keep_writers_and_descriptors_bounded(
     assert sum(1 for key in storage.objects if is_data_key(key, "out")) == total
     assert not [k for k in storage.objects if k.startswith(".temp-upload/")]
     assert storage.largest_index < 2_000
+
+
+def test_a_hot_value_holding_the_offset_back_does_not_grow_the_index(
+    storage: MemoryStorage, staging: Path, tmp_path: Path
+) -> None:
+    """Every other record has the same value: that file stays open (recently used, below the
+    flush limits) and holds the partition's committed offset back while 15,000 other values
+    are committed. The per-path offsets kept meanwhile must not grow without bound, or every
+    index write (two per commit) rewrites an ever larger object: quadratic time."""
+    total = 30_000
+    task = _task(staging, tmp_path)
+    try:
+        _run(task, total, lambda i: "hot" if i % 2 == 0 else f"v{i}")
+    finally:
+        task.stop()
+    assert _committed_ids(storage) == Counter(range(total))
+    assert storage.largest_index < INDEX_LIMIT
