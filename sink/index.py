@@ -213,13 +213,29 @@ class PartitionIndex:
                     self.bucket, self.key, state.to_bytes(), if_match=self.etag
                 )
             except PreconditionFailed:
-                raise self.fenced() from None
+                # Our cached etag is stale. Usually another task took over; but an earlier write of
+                # ours may have landed although its response was lost (timeout, then a retry):
+                # then owner and epoch are still ours and we continue from the stored etag.
+                current = self._read()
+                if current is None or not self._is_mine(current[0]):
+                    raise self.fenced(current[0] if current else None) from None
+                self.etag = current[1]
+                if current[0] != state:
+                    try:
+                        self.etag = self.storage.put_bytes(
+                            self.bucket, self.key, state.to_bytes(), if_match=self.etag
+                        )
+                    except PreconditionFailed:
+                        raise self.fenced() from None
         else:
             current = self._read()
-            if current is None or current[0].owner != self.task_id or current[0].epoch != self.state.epoch:
+            if current is None or not self._is_mine(current[0]):
                 raise self.fenced(current[0] if current else None)
             self.etag = self.storage.put_bytes(self.bucket, self.key, state.to_bytes())
         self.state = state
+
+    def _is_mine(self, stored: IndexState) -> bool:
+        return stored.owner == self.task_id and stored.epoch == self.state.epoch
 
     def fenced(self, current: IndexState | None = None) -> FencedError:
         """The error to raise, naming the new owner as read from storage (best effort)."""

@@ -153,3 +153,15 @@ def test_local_delete_prunes_empty_directories(tmp_path: Path) -> None:
     storage.put_bytes("bkt", "a/b/c/k", b"x")
     storage.delete("bkt", "a/b/c/k")
     assert list((tmp_path / "bkt").iterdir()) == []
+
+
+def test_a_lost_write_response_is_not_mistaken_for_fencing(tmp_path: Path) -> None:
+    """The store applied our write but we never saw the new etag (timeout): still our partition."""
+    storage = LocalStorage(tmp_path)
+    index = PartitionIndex(storage, "bkt", ".indexes/c/orders/3.json", TP, "task-a")
+    state = index.acquire()
+    stale = index.etag
+    index.write(state.after_commit("p", 5, 5))
+    index.etag = stale  # as if the response of that write had been lost
+    index.write(index.state.after_commit("p", 9, 9))
+    assert IndexState.from_bytes(storage.get("bkt", index.key).data, "x").committed_offset == 9
