@@ -133,17 +133,28 @@ class _Signals:
     """First signal: graceful stop with a deadline; second signal: exit at once."""
 
     def __init__(
-        self, stop: threading.Event, timeout: float, on_first: Callable[[int], None] | None = None
+        self,
+        stop: threading.Event,
+        timeout: float,
+        on_first: Callable[[int], None] | None = None,
+        on_second: Callable[[], None] | None = None,
+        child: bool = False,
     ) -> None:
         self.stop = stop
         self.timeout = timeout
         self.on_first = on_first
+        self.on_second = on_second
+        self.child = child
+        """A task process of ``tasks.max`` > 1: the terminal's Ctrl-C reaches the whole process
+        group, so a child ignores SIGINT and stops only on the SIGTERM its parent forwards."""
         self.count = 0
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self._previous[sig] = signal.signal(sig, self._handle)
+        self._previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._handle)
+        self._previous[signal.SIGINT] = signal.signal(
+            signal.SIGINT, signal.SIG_IGN if self.child else self._handle
+        )
 
     def restore(self) -> None:
         for sig, handler in self._previous.items():
@@ -153,6 +164,8 @@ class _Signals:
         self.count += 1
         if self.count > 1:
             log.error("second %s: exiting immediately", signal.Signals(signum).name)
+            if self.on_second is not None:
+                self.on_second()
             os._exit(130)
         log.info(
             "%s: stopping (committing what is durable; up to %.0f s; signal again to exit at once)",
@@ -168,12 +181,14 @@ class _Signals:
 
     def _deadline(self) -> None:
         log.error("graceful stop took longer than %.0f s: exiting", self.timeout)
+        if self.on_second is not None:
+            self.on_second()
         os._exit(1)
 
 
-def _run_one(runtime: Any, task_id: int, timeout: float) -> int:
+def _run_one(runtime: Any, task_id: int, timeout: float, child: bool) -> int:
     stop = threading.Event()
-    signals = _Signals(stop, timeout)
+    signals = _Signals(stop, timeout, child=child)
     signals.install()
     started = time.monotonic()
     try:
@@ -225,8 +240,15 @@ def _run_many(args: argparse.Namespace, bootstrap: str, tasks_max: int) -> int:
             if child.poll() is None:
                 child.send_signal(signum)
 
+    def kill_all() -> None:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+
     stop = threading.Event()
-    signals = _Signals(stop, args.shutdown_timeout + 5, on_first=forward)
+    signals = _Signals(
+        stop, args.shutdown_timeout + 5, on_first=lambda _sig: forward(signal.SIGTERM), on_second=kill_all
+    )
     signals.install()
     failed = False
     try:
@@ -252,5 +274,5 @@ def run_command(args: argparse.Namespace) -> int:
     runtime, tasks_max = validate(cfg, bootstrap, args.task_id or 0)
     assert bootstrap is not None  # noqa: S101 - validate() reported it otherwise
     if args.task_id is not None or tasks_max == 1:
-        return _run_one(runtime, args.task_id or 0, args.shutdown_timeout)
+        return _run_one(runtime, args.task_id or 0, args.shutdown_timeout, child=args.task_id is not None)
     return _run_many(args, bootstrap, tasks_max)

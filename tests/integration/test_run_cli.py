@@ -26,6 +26,7 @@ def start(
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
         cwd=REPO,
+        start_new_session=True,  # its own process group, so a test can send a terminal's Ctrl-C
         env={
             **{k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"},
             "KCQL_SINK_LOG_LEVEL": "INFO",
@@ -103,7 +104,7 @@ def test_every_config_problem_at_once_without_traceback_or_secrets(tmp_path):
     assert "Can't find the KCQL for source topic [b]" in out
 
 
-def test_tasks_max_two_processes_and_sigterm_keep_exactly_once(
+def test_tasks_max_two_processes_and_ctrl_c_keep_exactly_once(
     kafka_bootstrap, topic_factory, producer, tmp_path
 ):
     topic = topic_factory("cli-tasks", partitions=4)
@@ -123,10 +124,13 @@ def test_tasks_max_two_processes_and_sigterm_keep_exactly_once(
             lambda: sum(ids().values()) >= 200 or proc.poll() is not None, timeout=90, what="200 records"
         )
         assert proc.poll() is None, log.read_text()
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole process group, children included
+        rc = proc.wait(40)
     finally:
-        rc = stop(proc)
+        stop(proc)
     output = log.read_text()
-    assert rc == 0, output
+    assert rc == 0, output  # children ignore the group's SIGINT and stop on the parent's SIGTERM
+    assert output.count("SIGTERM: stopping") == 2 and "exiting immediately" not in output
     assert "started 2 tasks" in output and "Traceback" not in output
     counts = ids()
     assert sorted(counts) == list(range(200)) and set(counts.values()) == {1}
