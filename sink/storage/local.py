@@ -6,7 +6,8 @@
 * Conditional writes: ``if_none_match``/``if_match`` are checked and the rename done while holding
   an exclusive ``fcntl`` lock on the key's lock stripe (``<root>/.kcql-locks/<bucket>/NNN.lock``),
   so two processes cannot both pass the check. Etags are the MD5 of the content, like S3's
-  single-part etags.
+  single-part etags: rewriting identical bytes keeps the etag (as on S3). The index never
+  repeats its bytes, because every take-over raises its epoch.
 * ``copy`` hard-links when it can (cheap for big files), else copies the bytes.
 
 Temporary files are named ``.kcql-tmp-*`` (a dot-prefixed name: never data for

@@ -119,7 +119,7 @@ def test_bucket_names(name: str, ok: bool) -> None:
 
 def test_local_conditional_writes_have_one_winner_under_races(tmp_path: Path) -> None:
     storage = LocalStorage(tmp_path)
-    etag = storage.put_bytes("bkt", "k", b"v0")
+    etag = storage.put_bytes("bkt", "k", b"original")  # no contender writes these bytes again
     wins: list[int] = []
     creates: list[int] = []
     barrier = threading.Barrier(8)
