@@ -262,7 +262,7 @@ class SinkTask:
                         except FencedError as exc:
                             log.info("close: %s", exc)
                             break
-                        except SinkError as exc:
+                        except Exception as exc:  # noqa: BLE001 - close must always release the partition
                             log.warning("close: could not commit %s (its records are replayed): %s", tp, exc)
                             break
                 self._drop_partition(tp)
