@@ -1,0 +1,199 @@
+"""The herder's state machine, persistence and metering, with fake tasks (no broker needed).
+
+Tasks run the real ``SinkRuntime`` loop against an unreachable bootstrap address: the consumer
+just never gets an assignment, which is all pause/resume/stop need. A task whose ``start`` raises
+shows FAILED with its trace.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sink.record import TopicPartition
+from sink.rest.errors import RestError
+from sink.rest.herder import Herder
+from sink.rest.metering import MeteredCommitter, MeteredTask, TaskMetrics
+from sink.rest.metrics import make_registry, render_metrics
+from sink.rest.store import StateStore
+from sink.rest.ui import render_ui
+
+BOOTSTRAP = "127.0.0.1:9"  # discard port: nothing answers, nothing is sent
+
+
+class IdleTask:
+    def start(self, config):
+        pass
+
+    def open(self, partitions):
+        return {}
+
+    def put(self, records):
+        pass
+
+    def pre_commit(self, offsets):
+        return offsets
+
+    def close(self, partitions):
+        pass
+
+    def stop(self):
+        pass
+
+
+class BrokenTask(IdleTask):
+    def start(self, config):
+        raise OSError("storage root /nope is not writable")
+
+
+def config(name: str, **extra: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "connector.class": "S3Sink",
+        "topics": "t",
+        "connect.s3.kcql": "INSERT INTO b:p SELECT * FROM t",
+        "connect.storage": "local",
+        "connect.local.root": "/tmp/unused",
+        **extra,
+    }
+
+
+def wait(predicate, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def make_herder(tmp_path: Path):
+    herders: list[Herder] = []
+
+    def make(task=IdleTask, state: Path | None = None) -> Herder:
+        herder = Herder(StateStore(state or tmp_path / "state"), "w:1", BOOTSTRAP, task_factory=lambda: task)
+        herder.start()
+        herders.append(herder)
+        return herder
+
+    yield make
+    for herder in herders:
+        herder.shutdown()
+
+
+def test_states_persist_across_a_restart(make_herder, tmp_path):
+    herder = make_herder()
+    assert herder.put("a", config("a"), "RUNNING", create_only=True) is True
+    assert herder.put("b", config("b", **{"tasks.max": "2"}), "RUNNING") is True
+    assert herder.put("c", config("c"), "STOPPED") is True
+    assert [t["state"] for t in herder.status("b")["tasks"]] == ["RUNNING", "RUNNING"]
+    herder.pause("a")
+    assert herder.status("a")["connector"]["state"] == "PAUSED"
+    assert herder.status("a")["tasks"][0]["state"] == "PAUSED"
+    with pytest.raises(RestError) as dup:
+        herder.put("a", config("a"), create_only=True)
+    assert dup.value.status == 409
+    herder.shutdown()
+
+    again = make_herder(state=tmp_path / "state")
+    assert again.names() == ["a", "b", "c"]
+    assert again.status("a")["connector"]["state"] == "PAUSED"
+    assert again.status("b")["connector"]["state"] == "RUNNING" and len(again.status("b")["tasks"]) == 2
+    assert again.status("c") == {
+        "name": "c",
+        "connector": {"state": "STOPPED", "worker_id": "w:1"},
+        "tasks": [],
+        "type": "sink",
+    }
+    again.resume("c")
+    assert again.status("c")["tasks"][0]["state"] == "RUNNING"
+    again.stop("b")
+    assert again.info("b")["tasks"] == []
+    again.delete("a")
+    assert again.names() == ["b", "c"]
+    with pytest.raises(RestError) as gone:
+        again.status("a")
+    assert gone.value.message == "No status found for connector a"
+
+
+def test_failed_task_has_trace_and_makes_health_fail(make_herder):
+    herder = make_herder(task=BrokenTask)
+    herder.put("x", config("x"))
+    wait(lambda: herder.status("x")["tasks"][0]["state"] == "FAILED")
+    task = herder.status("x")["tasks"][0]
+    assert "storage root /nope is not writable" in task["trace"] and "Traceback" in task["trace"]
+    reasons = herder.health()
+    assert reasons == ["task x-0 is FAILED: OSError: storage root /nope is not writable"]
+    body = herder.restart("x", include_tasks=True, only_failed=True)
+    assert body is not None and body["tasks"][0]["state"] == "RESTARTING" and "trace" not in body["tasks"][0]
+    assert body["connector"]["state"] == "RUNNING"  # onlyFailed: a RUNNING connector is not restarted
+    assert herder.restart("x", include_tasks=False, only_failed=False) is None
+    with pytest.raises(RestError) as unknown:
+        herder.restart_task("x", 3)
+    assert unknown.value.message == "Unknown task: x-3"
+
+
+def test_a_connector_without_bootstrap_fails_with_a_clear_reason(tmp_path):
+    herder = Herder(StateStore(tmp_path), "w:1", None, task_factory=lambda: IdleTask)
+    herder.put("x", config("x"))
+    status = herder.status("x")
+    assert status["connector"]["state"] == "FAILED" and status["tasks"] == []
+    assert "bootstrap" in status["connector"]["trace"]
+    assert herder.health() and "connector x is FAILED" in herder.health()[0]
+    herder.put("x", config("x", **{"bootstrap.servers": BOOTSTRAP}))  # the connector's own key wins
+    assert herder.status("x")["connector"]["state"] == "RUNNING"
+    herder.shutdown()
+
+
+def test_metering_counts_files_bytes_latency_and_committed_records(tmp_path):
+    metrics = TaskMetrics()
+
+    class Committer:
+        def commit_direct(self, bucket, staging, final_key):
+            time.sleep(0.01)
+
+    class Task(IdleTask):
+        _committer = Committer()
+
+        def pre_commit(self, offsets):
+            return offsets
+
+    task = MeteredTask(Task(), metrics)
+    task.start({})
+    assert isinstance(task.inner._committer, MeteredCommitter)
+    staging = tmp_path / "f"
+    staging.write_bytes(b"x" * 123)
+    task.inner._committer.commit_direct("bkt", staging, "p/t/0/000.json")
+    tp = TopicPartition("t", 0)
+    task.pre_commit({tp: 10})
+    task.pre_commit({tp: 25})
+    assert metrics.files_committed == 1 and metrics.bytes_out == 123
+    assert list(metrics.recent_files) == ["p/t/0/000.json"]
+    assert metrics.commit_count == 1 and metrics.commit_sum >= 0.01
+    assert metrics.records_committed == {tp: 15} and metrics.committed_offset == {tp: 25}
+
+
+def test_metrics_text_and_ui_page(make_herder):
+    herder = make_herder()
+    herder.put("<b>x</b>", config("<b>x</b>"))
+    task = herder.connectors["<b>x</b>"].tasks[0]
+    tp = TopicPartition("t", 0)
+    task.metrics.records_in[tp] = 7
+    task.metrics.bytes_in[tp] = 70
+    task.metrics.committed_offset[tp] = 5
+    task.metrics.observe_commit(0.02, "p/t/0/1.json", 9)
+    families = {
+        f.name: f for f in text_string_to_metric_families(render_metrics(make_registry(herder)).decode())
+    }
+    sample = next(s for s in families["kcql_sink_records_in"].samples if s.name.endswith("_total"))
+    assert sample.labels == {"connector": "<b>x</b>", "task": "0", "topic": "t", "partition": "0"}
+    assert sample.value == 7
+    assert any(s.value == 1 for s in families["kcql_sink_files_committed"].samples)
+    buckets = [s for s in families["kcql_sink_commit_latency_seconds"].samples if s.name.endswith("_bucket")]
+    assert buckets[-1].labels["le"] == "+Inf" and buckets[-1].value == 1
+    page = render_ui(herder)
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert "p/t/0/1.json" in page and 'http-equiv="refresh"' in page
+    assert "connect.local.root" not in page  # configs (and secrets) are never on the page
