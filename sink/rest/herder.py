@@ -84,7 +84,7 @@ class TaskRunner:
                 RuntimeOptions(bootstrap=bootstrap, task_id=self.id),
                 task_factory=metered_factory(self._factory(), self.metrics),
             )
-            runtime.converter = MeteredConverter(runtime.converter, self.metrics)
+            runtime.converter = MeteredConverter(runtime.converter, self.metrics)  # type: ignore[assignment]
             self.runtime = runtime
             log.info("task %s started", self.label)
             runtime.run(stop)
@@ -396,14 +396,16 @@ class Herder:
         try:
             cfg = parse_connector_config(dict(conn.config))
         except ConfigError as exc:
-            return self._fail(conn, str(exc))
+            self._fail(conn, str(exc))
+            return None
         bootstrap = (conn.config.get("bootstrap.servers") or self.bootstrap or "").strip()
         if not bootstrap:
-            return self._fail(
+            self._fail(
                 conn,
                 "no Kafka bootstrap servers: set bootstrap.servers in the connector config, or start the "
                 "worker with --bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS",
             )
+            return None
         return cfg, bootstrap
 
     def _fail(self, conn: Connector, message: str) -> None:

@@ -94,7 +94,7 @@ def parse_alter_request(body: Any) -> list[tuple[str, int, int | None]]:
         raise RestError(400, "Partitions / offsets need to be provided for an alter offsets request")
     if not isinstance(entries, list):
         raise RestError(400, "offsets must be a list of {partition, offset} objects")
-    out = []
+    out: list[tuple[str, int, int | None]] = []
     for i, entry in enumerate(entries):
         part = entry.get("partition") if isinstance(entry, dict) else None
         if not isinstance(part, dict) or not isinstance(part.get("kafka_topic"), str):
