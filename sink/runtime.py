@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kcql.errors import ConfigError, ConfigProblem, SinkError
@@ -376,7 +376,10 @@ class SinkRuntime:
         for tp in tp_list:
             offset = resume.get(tp, self.committed.get(tp))
             if offset is None:
-                continue
+                # no index position and nothing committed by us: the group's offset, else the start
+                # (never "stay where we are": that would skip the batch that just failed)
+                got = self.consumer.committed([KafkaTopicPartition(tp.topic, tp.partition)], timeout=10)
+                offset = got[0].offset if got and got[0].offset >= 0 else OFFSET_BEGINNING
             self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
             self.positions.pop(tp, None)
 

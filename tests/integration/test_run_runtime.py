@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from kcql.errors import SinkError
 from sink.config_files import parse_connector_config
 from sink.record import SinkRecord, TopicPartition
 from sink.runtime import RuntimeOptions, SinkRuntime, TaskFailedError
@@ -256,3 +257,91 @@ def test_rebalance_closes_revoked_partitions_and_hands_them_over(kafka_bootstrap
     seen = [(r.partition, r.offset) for r in first_task.records + second_task.records]
     assert len(seen) == len(set(seen)) == 25  # offsets committed at revocation: nothing re-delivered
     assert set(second_task.closed) == set(second_task.opened)
+
+
+class FlakyStorage(SinkError):
+    """A storage error worth retrying (a throttled or unreachable S3)."""
+
+    retriable = True
+
+
+class FlakyTask(RecordingTask):
+    """Fails ``failures`` puts with a retriable error, dropping what it was given (as a real task
+    discards uncommitted files when it is closed)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.attempts = 0
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        self.attempts += 1
+        if self.failures:
+            self.failures -= 1
+            raise FlakyStorage("storage is throttling")
+        super().put(records)
+
+
+def test_retry_policy_rewinds_and_delivers_every_record_once(kafka_bootstrap, topic_factory, produce):
+    topic = topic_factory("rt-retry")
+    produce(topic, [b'{"i": %d}' % i for i in range(5)])
+    task = FlakyTask(failures=2)
+    runtime = make_runtime(
+        kafka_bootstrap,
+        topic,
+        task,
+        **{
+            "connect.s3.error.policy": "RETRY",
+            "connect.s3.max.retries": "3",
+            "connect.s3.retry.interval": "100",
+        },
+    )
+    run = Running(runtime)
+    try:
+        wait_for(lambda: len(task.records) >= 5 or run.error is not None)
+        time.sleep(1)  # nothing more may arrive
+    finally:
+        run.join()
+    assert run.error is None, run.error
+    assert task.attempts >= 3
+    assert [r.offset for r in task.records] == [0, 1, 2, 3, 4]  # the failed batch was re-read, not skipped
+
+
+def test_throw_policy_stops_on_a_storage_error(kafka_bootstrap, topic_factory, produce):
+    topic = topic_factory("rt-throw")
+    produce(topic, [b'{"i": 1}'])
+    task = FlakyTask(failures=1)
+    run = Running(make_runtime(kafka_bootstrap, topic, task))
+    run.thread.join(30)
+    assert not run.thread.is_alive() and isinstance(run.error, FlakyStorage)
+
+
+@pytest.mark.parametrize(
+    ("behavior", "values"),
+    [("ignore", [b'{"a": 1}', b'{"a": 3}']), ("write", [b'{"a": 1}', None, b'{"a": 3}'])],
+)
+def test_tombstones_follow_behavior_on_null_values(kafka_bootstrap, topic_factory, produce, behavior, values):
+    topic = topic_factory(f"rt-null-{behavior}")
+    produce(topic, [b'{"a": 1}', None, b'{"a": 3}'])
+    task = RecordingTask()
+    run = Running(make_runtime(kafka_bootstrap, topic, task, **{"behavior.on.null.values": behavior}))
+    try:
+        wait_for(lambda: sum(1 for _ in task.records) == len(values) or run.error is not None)
+        time.sleep(0.5)
+    finally:
+        run.join()
+    assert run.error is None
+    assert [r.raw_value for r in task.records] == values
+
+
+def test_tombstone_with_behavior_fail_stops_naming_the_record(kafka_bootstrap, topic_factory, produce):
+    topic = topic_factory("rt-null-fail")
+    produce(topic, [b'{"a": 1}', None])
+    run = Running(
+        make_runtime(kafka_bootstrap, topic, RecordingTask(), **{"behavior.on.null.values": "fail"})
+    )
+    run.thread.join(30)
+    assert isinstance(run.error, TaskFailedError)
+    assert f"topic {topic!r} partition 0 offset 1" in str(run.error) and "behavior.on.null.values" in str(
+        run.error
+    )
