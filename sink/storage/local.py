@@ -219,6 +219,8 @@ class LocalStorage(Storage):
                 raise ObjectNotFound(f"copy source {self.uri(bucket, source)} does not exist")
             if if_match is not None and _md5_file(src) != if_match:
                 raise PreconditionFailed(f"copy source {self.uri(bucket, source)} changed (if-match)")
+            if target.exists() and src.samefile(target):
+                return  # already a hard link of the source (a copy being repeated after a crash)
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}"
             try:
@@ -228,6 +230,9 @@ class LocalStorage(Storage):
                 with tmp.open("rb") as fh:
                     os.fsync(fh.fileno())
             tmp.replace(target)
+            # rename() between two links of one inode does nothing (POSIX): never leave tmp behind
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
             _fsync_dir(target.parent)
 
     def delete(self, bucket: str, key: str) -> None:

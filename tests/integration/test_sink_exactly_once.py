@@ -98,6 +98,10 @@ def _recover_and_check(backend: Backend, spec: dict[str, Any]) -> None:
         assert ".kcql-tmp" not in key
     index = [k for k in keys if k.startswith(".indexes/")]
     assert index == [f".indexes/{spec['config']['name']}/{TOPIC}/0.json"]
+    # the raw bucket holds this statement's data and the index, nothing else (no temp or staging file)
+    other = [k for k in keys if not k.startswith("eos/") and k not in index]
+    assert other == [], other
+    assert [k for k in keys if k.startswith(prefix + "/")] == sorted(data_keys(backend, prefix))
     state = json.loads(backend.raw_read(index[0]))
     assert state["pending"] is None
     assert state["committedOffset"] == N - 1

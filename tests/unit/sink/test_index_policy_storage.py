@@ -165,3 +165,11 @@ def test_a_lost_write_response_is_not_mistaken_for_fencing(tmp_path: Path) -> No
     index.etag = stale  # as if the response of that write had been lost
     index.write(index.state.after_commit("p", 9, 9))
     assert IndexState.from_bytes(storage.get("bkt", index.key).data, "x").committed_offset == 9
+
+
+def test_local_copy_repeated_after_a_crash_leaves_nothing_behind(tmp_path: Path) -> None:
+    storage = LocalStorage(tmp_path)
+    etag = storage.put_bytes("bkt", ".temp-upload/x", b"data")
+    storage.copy("bkt", ".temp-upload/x", "final/x.json", if_match=etag)
+    storage.copy("bkt", ".temp-upload/x", "final/x.json", if_match=etag)  # roll-forward repeats it
+    assert sorted(p.name for p in (tmp_path / "bkt" / "final").iterdir()) == ["x.json"]
