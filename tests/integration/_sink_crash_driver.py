@@ -10,6 +10,10 @@ After every batch the driver asks ``pre_commit`` for the safe offset and writes 
 ``group_offset_file``, playing the Kafka consumer group; the parent replays from the offset
 ``open`` returns, or from that group offset when ``open`` has none, as the Connect runtime does.
 
+Besides the commit steps, ``kill_step`` may be ``after-batch``: the process dies after a put and
+its pre-commit, with files still open (the only crash point when exactly-once is off, since a
+direct upload has no intermediate steps).
+
 Exit status: killed by SIGKILL at the step (the parent checks ``-9``), or 0 with ``COMPLETED``
 on stdout if the step was never reached (which the parent treats as a test failure: a crash
 test that does not crash proves nothing).
@@ -79,6 +83,7 @@ def main(spec_path: str) -> int:
         safe = task.pre_commit({tp: stop}).get(tp)
         if safe is not None:
             group_file.write_text(str(safe))
+        hook("after-batch")  # a crash between commits, with files still open
     task.close([tp])
     task.stop()
     print("COMPLETED")
