@@ -26,7 +26,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from sink.storage.base import (
     ObjectInfo,
@@ -177,14 +177,21 @@ class LocalStorage(Storage):
     ) -> str:
         target = self._path(bucket, key)
 
-        def fill(fh: BinaryIO) -> None:
+        digests: list[Any] = []
+
+        def fill(fh: BinaryIO) -> None:  # one pass: copy and hash together (fresh on a retry)
+            digest = hashlib.md5(usedforsecurity=False)
+            digests.append(digest)
             with Path(path).open("rb") as src:
-                shutil.copyfileobj(src, fh, _CHUNK)
+                while chunk := src.read(_CHUNK):
+                    digest.update(chunk)
+                    fh.write(chunk)
 
         with map_exceptions(f"put {self.uri(bucket, key)}", _classify), self._key_lock(bucket, key):
             self._check(target, bucket, key, if_none_match, if_match)
             self._atomic_write(target, fill)
-            return _md5_file(target)
+            return f'"{digests[-1].hexdigest()}"'
+
 
     def put_bytes(
         self, bucket: str, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
