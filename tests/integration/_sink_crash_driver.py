@@ -14,6 +14,9 @@ Besides the commit steps, ``kill_step`` may be ``after-batch``: the process dies
 its pre-commit, with files still open (the only crash point when exactly-once is off, since a
 direct upload has no intermediate steps).
 
+``storage_kill`` (``{"method": "copy", "nth": 1}``) instead kills the process right after the
+n-th successful call of that storage method, wherever it happens: in ``open``'s recovery too.
+
 Exit status: killed by SIGKILL at the step (the parent checks ``-9``), or 0 with ``COMPLETED``
 on stdout if the step was never reached (which the parent treats as a test failure: a crash
 test that does not crash proves nothing).
@@ -55,6 +58,34 @@ def make_records(start: int, stop: int) -> list[SinkRecord]:
     return out
 
 
+def _kill_after_storage_call(method: str, nth: int) -> None:
+    """Make the task's storage SIGKILL the process right after the ``nth`` successful ``method`` call.
+
+    This reaches crash points the commit hook cannot, e.g. in the middle of ``open``'s recovery.
+    """
+    import sink.task as task_module
+
+    real_create = task_module.create_storage
+    calls = {"n": 0}
+
+    def create(settings: Any) -> Any:
+        storage = real_create(settings)
+        original = getattr(storage, method)
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            calls["n"] += 1
+            if calls["n"] == nth:
+                sys.stdout.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+            return result
+
+        setattr(storage, method, wrapped)
+        return storage
+
+    task_module.create_storage = create
+
+
 def main(spec_path: str) -> int:
     spec: dict[str, Any] = json.loads(Path(spec_path).read_text())
     kill_step: str = spec["kill_step"]
@@ -68,6 +99,9 @@ def main(spec_path: str) -> int:
                 sys.stdout.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
 
+    storage_kill = spec.get("storage_kill")
+    if storage_kill:
+        _kill_after_storage_call(storage_kill["method"], storage_kill["nth"])
     group_file = Path(spec["group_offset_file"])
     task = SinkTask()
     task.fault_hook = hook

@@ -64,7 +64,14 @@ def _config(backend: Backend, flush: str, staging: Path) -> dict[str, str]:
     }
 
 
-def _run_child(tmp_path: Path, config: dict[str, str], mode: str, step: str, kill_at: int = 2) -> Path:
+def _run_child(
+    tmp_path: Path,
+    config: dict[str, str],
+    mode: str,
+    step: str,
+    kill_at: int = 2,
+    storage_kill: dict[str, object] | None = None,
+) -> Path:
     group_file = tmp_path / "group-offset"
     spec = {
         "config": config,
@@ -74,6 +81,7 @@ def _run_child(tmp_path: Path, config: dict[str, str], mode: str, step: str, kil
         "sleep_after_batch": 1.4,
         "kill_step": step,
         "kill_at": kill_at,
+        "storage_kill": storage_kill,
         "group_offset_file": str(group_file),
     }
     spec_path = tmp_path / "spec.json"
@@ -194,3 +202,30 @@ def test_sigkill_without_exactly_once_loses_nothing(
     missing = sorted(set(range(safe)) - set(counts))
     assert not missing, f"records lost without exactly-once: {missing}"
     assert all(key.startswith(f"{PREFIX}/") for key in raw_keys(backend)), raw_keys(backend)
+
+
+@pytest.mark.parametrize(
+    ("method", "nth", "what"),
+    [
+        ("put_bytes", 1, "after taking ownership, before the roll-forward"),
+        ("copy", 1, "after the roll-forward's copy"),
+        ("delete", 1, "after the roll-forward deleted the temp upload"),
+        ("put_bytes", 2, "after the roll-forward's index update"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_sigkill_during_recovery_of_an_interrupted_commit(
+    kind: str, method: str, nth: int, what: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A first process dies with a pending commit; the next one dies while rolling it forward
+    (in ``open``); a third recovers. Recovery must itself be restartable at every storage call."""
+    backend = make_backend(kind, tmp_path, request)
+    config = _config(backend, FLUSH["count"], tmp_path / "staging")
+    group_file = _run_child(tmp_path, config, "count", "after-pending-recorded")
+    pending = [k for k in raw_keys(backend) if k.startswith(".temp-upload/")]
+    assert pending, "the first crash must leave a pending commit"
+    _run_child(tmp_path, config, "count", "never", storage_kill={"method": method, "nth": nth})
+    _recover(_config(backend, RECOVERY_FLUSH, tmp_path / "staging"), group_file)
+    counts = Counter(value["id"] for _, value in read_json_records(backend, PREFIX))
+    assert counts == Counter(range(RECORDS)), f"{what}: { ({i: n for i, n in counts.items() if n != 1}) }"
+    assert not [k for k in raw_keys(backend) if k.startswith(".temp-upload/")]
