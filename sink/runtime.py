@@ -69,6 +69,11 @@ schemas; a sink needs some default, and bytes-for-keys / JSON-for-values reads t
 topics without failing on a non-JSON key."""
 
 
+RETRIABLE_CONVERSION_PAUSE = 2.0
+"""Seconds to wait before re-reading a partition whose record could not be converted for a
+retriable reason (Schema Registry unreachable); ``connect.s3.retry.interval`` when shorter."""
+
+
 class TaskFailedError(SinkError):
     """The task stopped on an error it must not tolerate; the message says which record and why."""
 
@@ -300,13 +305,22 @@ class SinkRuntime:
             return
         assert self.converter is not None  # noqa: S101 - checked at construction
         records = []
+        blocked: set[TopicPartition] = set()
         for msg in good:
             tp = TopicPartition(msg.topic(), msg.partition())
-            if tp not in self.assigned:
-                continue  # a message fetched before a revocation completed
+            if tp not in self.assigned or tp in blocked:
+                continue  # fetched before a revocation completed / behind a record to retry
             try:
                 record = self.converter.convert(msg)
             except ConversionError as exc:
+                if exc.is_retriable:
+                    # the record is fine, the Schema Registry is not: never skip or dead-letter
+                    # it; re-read the partition from this record after a pause
+                    log.warning("%s; retrying from this record", exc)
+                    assert self.consumer is not None  # noqa: S101
+                    self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, msg.offset()))
+                    blocked.add(tp)
+                    continue
                 self._tolerate(
                     msg, "KEY_CONVERTER" if "the record key" in str(exc) else "VALUE_CONVERTER", exc
                 )
@@ -328,6 +342,8 @@ class SinkRuntime:
                     continue
             records.append((msg, record))
         self._put(records)
+        if blocked:
+            time.sleep(min(self.errors.retry_interval_ms / 1000, RETRIABLE_CONVERSION_PAUSE))
 
     def _put(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
         """Hand records to the task; a bad record is isolated, reported, and the rest retried."""

@@ -345,3 +345,44 @@ def test_tombstone_with_behavior_fail_stops_naming_the_record(kafka_bootstrap, t
     assert f"topic {topic!r} partition 0 offset 1" in str(run.error) and "behavior.on.null.values" in str(
         run.error
     )
+
+
+def test_schema_registry_outage_is_retried_not_dead_lettered(
+    kafka_bootstrap, topic_factory, produce, schema_registry, schema_registry_url
+):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = topic_factory("rt-registry-down")
+    schema = '{"type": "record", "name": "r", "fields": [{"name": "n", "type": "int"}]}'
+    data = AvroSerializer(SchemaRegistryClient({"url": schema_registry_url}), schema)(
+        {"n": 7}, SerializationContext(topic, MessageField.VALUE)
+    )
+    schema_registry.down = True
+    produce(topic, [data])
+    task = RecordingTask()
+    runtime = make_runtime(
+        kafka_bootstrap,
+        topic,
+        task,
+        **{
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": schema_registry_url,
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": f"dlq-{uuid.uuid4().hex[:8]}",
+            "connect.s3.retry.interval": "200",
+        },
+    )
+    run = Running(runtime)
+    try:
+        wait_for(lambda: any("GET /schemas/ids" in r for r in schema_registry.state.requests[-5:]))
+        time.sleep(2)  # several retries while the registry is down
+        assert task.records == [] and runtime.errors_tolerated == 0 and run.error is None
+        schema_registry.down = False
+        wait_for(lambda: len(task.records) == 1 or run.error is not None)
+    finally:
+        schema_registry.down = False
+        run.join()
+    assert run.error is None and runtime.errors_tolerated == 0
+    assert task.records[0].value == {"n": 7} and task.records[0].value_schema["name"] == "r"
