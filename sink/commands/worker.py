@@ -9,12 +9,15 @@ connector's own ``bootstrap.servers`` wins). Write endpoints can require HTTP ba
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from typing import Any
 
 from kcql.errors import ConfigError, ConfigProblem
 
 __all__ = ["register", "run_worker"]
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: Any) -> None:
@@ -62,6 +65,12 @@ def run_worker(args: argparse.Namespace) -> int:
         raise ConfigError(
             [ConfigProblem("--state-dir", str(args.state_dir), f"cannot be used: {exc}")]
         ) from None
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.basic_auth:
+        log.warning(
+            "binding %s without --basic-auth: anyone who can reach this port can create, change and "
+            "delete connectors",
+            args.host,
+        )
     herder = Herder(store, f"{args.host}:{args.port}", args.bootstrap_servers)
     serve(herder, args.host, args.port, args.basic_auth or None)
     return 0

@@ -172,3 +172,31 @@ def test_connector_life_cycle_with_worker_restarts(kafka_bootstrap, topic_factor
     log = worker.log()
     assert SECRET not in log
     assert "Traceback" not in log, log
+
+
+def test_two_tasks_share_the_partitions_and_write_each_record_once(
+    kafka_bootstrap, topic_factory, producer, tmp_path
+):
+    root = tmp_path / "store"
+    name = f"two-{uuid.uuid4().hex[:6]}"
+    topic = topic_factory("two", partitions=4)
+    worker = Worker(tmp_path / "state", kafka_bootstrap, tmp_path / "worker.log")
+    try:
+        config = connector_config(topic, str(root)) | {"tasks.max": "2"}
+        assert worker.post("/connectors", json={"name": name, "config": config}).status_code == 201
+        status = worker.wait_status(name, "RUNNING", "RUNNING")
+        assert [t["id"] for t in status["tasks"]] == [0, 1]
+        produce(producer, topic, range(100))
+        wait_for(lambda: len(ids_in(root)) >= 100, timeout=90, what="100 records from two tasks")
+        time.sleep(1.5)
+        assert ids_in(root) == list(range(100))
+        metrics = worker.get("/metrics").text
+        tasks_with_records = {
+            line.split('task="')[1].split('"')[0]
+            for line in metrics.splitlines()
+            if line.startswith(f'kcql_sink_records_in_total{{connector="{name}"')
+            and float(line.rsplit(" ", 1)[1]) > 0
+        }
+        assert tasks_with_records == {"0", "1"}  # the group split the partitions between the threads
+    finally:
+        assert worker.stop() == 0
