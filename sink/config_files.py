@@ -65,13 +65,16 @@ class ConnectorConfig:
     name: str
     props: dict[str, str]
     warnings: tuple[str, ...] = ()
+    problems: tuple[ConfigProblem, ...] = ()
+    """Only with ``strict=False``: problems found while loading, for the caller to report together
+    with its own checks (``kcql-sink run`` lists every problem of the whole config at once)."""
 
     def __repr__(self) -> str:  # never print secrets by accident
         shown = {k: mask(k, v) for k, v in self.props.items()}
         return f"ConnectorConfig(name={self.name!r}, props={shown!r})"
 
 
-def load_connector_config(path: str | Path) -> ConnectorConfig:
+def load_connector_config(path: str | Path, strict: bool = True) -> ConnectorConfig:
     """Read a Connect JSON, flat JSON or ``.properties`` file.
 
     Raises:
@@ -88,7 +91,7 @@ def load_connector_config(path: str | Path) -> ConnectorConfig:
     looks_json = file.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "[")
     if not looks_json:
         raw = parse_properties(text)
-        return parse_connector_config(raw, source=str(file))
+        return parse_connector_config(raw, source=str(file), strict=strict)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -99,10 +102,10 @@ def load_connector_config(path: str | Path) -> ConnectorConfig:
                 )
             ]
         ) from None
-    return parse_connector_config(data, source=str(file))
+    return parse_connector_config(data, source=str(file), strict=strict)
 
 
-def parse_connector_config(data: object, source: str = "<config>") -> ConnectorConfig:
+def parse_connector_config(data: object, source: str = "<config>", strict: bool = True) -> ConnectorConfig:
     """Accept a Connect JSON object (``name`` + ``config``) or a flat object of properties."""
     if not isinstance(data, dict):
         raise ConfigError([ConfigProblem("CONFIG", source, "expected a JSON object")])
@@ -143,11 +146,11 @@ def parse_connector_config(data: object, source: str = "<config>") -> ConnectorC
         )
     normalised, warnings, alias_problems = normalise_aliases(props)
     problems += alias_problems
-    if problems:
+    if problems and strict:
         raise ConfigError(problems)
     for warning in warnings:
         log.warning("%s", warning)
-    return ConnectorConfig(name, normalised, tuple(warnings))
+    return ConnectorConfig(name, normalised, tuple(warnings), tuple(problems))
 
 
 _CHAIN_AUTH_MODES = frozenset({"EC2", "ECS", "ENV"})

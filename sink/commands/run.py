@@ -102,7 +102,7 @@ def validate(cfg: ConnectorConfig, bootstrap: str | None, task_id: int = 0) -> t
     from sink.converters import converter_problems
     from sink.runtime import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
 
-    problems: list[ConfigProblem] = []
+    problems: list[ConfigProblem] = list(cfg.problems)  # name, aliases: found while loading
     if bootstrap is None:
         problems.append(
             ConfigProblem(
@@ -269,7 +269,7 @@ def _run_many(args: argparse.Namespace, bootstrap: str, tasks_max: int) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """Entry point of ``kcql-sink run``; returns the exit status."""
-    cfg = load_connector_config(args.config)
+    cfg = load_connector_config(args.config, strict=False)
     bootstrap = _bootstrap(args, cfg)
     runtime, tasks_max = validate(cfg, bootstrap, args.task_id or 0)
     assert bootstrap is not None  # noqa: S101 - validate() reported it otherwise

@@ -80,6 +80,7 @@ def test_every_config_problem_at_once_without_traceback_or_secrets(tmp_path):
                     "connect.s3.aws.auth.mode": "Credentials",
                     "connect.s3.aws.access.key": "AKIA-visible-id",
                     "connect.s3.aws.secret.key": "super-secret-value",
+                    "aws.secret.key": "another-secret-value",  # the same setting twice, differently
                     "value.converter": "io.confluent.connect.avro.AvroConverter",
                     "errors.tolerance": "sometimes",
                     "tasks.max": "zero",
@@ -98,8 +99,15 @@ def test_every_config_problem_at_once_without_traceback_or_secrets(tmp_path):
     )
     out = result.stdout + result.stderr
     assert result.returncode == 1
-    assert "Traceback" not in out and "super-secret-value" not in out
-    for key in ("bootstrap.servers", "tasks.max", "value.converter", "errors.tolerance", "topics"):
+    assert "Traceback" not in out and "super-secret-value" not in out and "another-secret-value" not in out
+    for key in (
+        "aws.secret.key",
+        "bootstrap.servers",
+        "tasks.max",
+        "value.converter",
+        "errors.tolerance",
+        "topics",
+    ):
         assert f"  {key}=" in out, (key, out)
     assert "Can't find the KCQL for source topic [b]" in out
 
