@@ -175,11 +175,21 @@ class S3Storage(Storage):
             return None
         return ObjectInfo(key, int(response["ContentLength"]), str(response["ETag"]))
 
+    max_single_copy: int = 5 * 1024**3
+    """CopyObject refuses sources above 5 GiB; larger objects are copied in parts (UploadPartCopy,
+    with the same ``CopySourceIfMatch`` on every part). Lowered by tests to exercise that path."""
+
     def copy(self, bucket: str, source: str, dest: str, *, if_match: str | None = None) -> None:
         extra = {"CopySourceIfMatch": if_match} if if_match is not None else {}
         with map_exceptions(f"copy {self.uri(bucket, source)} to {dest}", _classify):
-            if self.head(bucket, source) is None:
+            info = self.head(bucket, source)
+            if info is None:
                 raise ObjectNotFound(f"copy source {self.uri(bucket, source)} does not exist")
+            if info.size > self.max_single_copy:
+                self._client.copy(
+                    {"Bucket": bucket, "Key": source}, bucket, dest, ExtraArgs=extra, Config=self._transfer
+                )
+                return
             self._client.copy_object(
                 Bucket=bucket, Key=dest, CopySource={"Bucket": bucket, "Key": source}, **extra
             )
