@@ -44,6 +44,30 @@ def default_task_factory() -> TaskFactory:
     return SinkTask  # type: ignore[no-any-return]
 
 
+class TaskErrorRecorder(logging.Handler):
+    """Keeps the last WARNING/ERROR a task thread logged (e.g. a record skipped under
+    ``errors.tolerance=all``) on its :class:`TaskRunner`, for the /ui "last error" line.
+
+    Installed once on the ``sink`` logger; records from other threads are ignored. Only the
+    message is kept (our messages mask secrets), never a traceback.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        runner = getattr(threading.current_thread(), "kcql_task", None)
+        if isinstance(runner, TaskRunner):
+            try:
+                runner.last_error = (record.created, record.getMessage())
+            except Exception:  # noqa: BLE001 - a logging handler must never raise
+                self.handleError(record)
+
+
+def install_error_recorder() -> None:
+    """Attach one :class:`TaskErrorRecorder` to the ``sink`` logger (idempotent)."""
+    logger = logging.getLogger("sink")
+    if not any(isinstance(h, TaskErrorRecorder) for h in logger.handlers):
+        logger.addHandler(TaskErrorRecorder(logging.WARNING))
+
+
 class TaskRunner:
     """One task: a thread running a ``SinkRuntime`` until stopped or failed."""
 
@@ -54,6 +78,8 @@ class TaskRunner:
         self.trace: str | None = None
         self.metrics = TaskMetrics()
         self.runtime: Any = None
+        self.last_error: tuple[float, str] | None = None
+        """(time, message) of the last warning/error this task logged."""
         self._factory = factory
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -72,6 +98,7 @@ class TaskRunner:
         thread = threading.Thread(
             target=self._run, args=(cfg, bootstrap, stop), name=f"task-{self.label}", daemon=True
         )
+        thread.kcql_task = self  # type: ignore[attr-defined]  # read by TaskErrorRecorder
         self._thread = thread
         thread.start()
 
@@ -192,6 +219,7 @@ class Herder:
 
     def start(self) -> None:
         """Load the persisted connectors and bring each to its target state."""
+        install_error_recorder()
         with self._lock:
             for record in self.store.load_all():
                 conn = Connector(record.name, record.config, record.state)

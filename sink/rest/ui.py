@@ -7,6 +7,7 @@ and in ``curl``. Every value is HTML-escaped; configs are never shown (they may 
 from __future__ import annotations
 
 import html
+import time
 from typing import Any
 
 from sink.rest.herder import Connector, Herder, TaskRunner
@@ -89,8 +90,12 @@ def _connector_section(herder: Herder, conn: Connector) -> str:
         parts.append("<p>recent files:</p><ul>" + "".join(f"<li>{_e(f)}</li>" for f in files) + "</ul>")
     traces = [conn.trace] if conn.state == "FAILED" and conn.trace else []
     traces += [t.trace for t in conn.tasks if t.state == "FAILED" and t.trace]
+    logged = sorted((t.last_error for t in conn.tasks if t.last_error), key=lambda e: e[0])
     if traces:
         parts.append(f"<p>last error:</p><pre>{_e(traces[-1])}</pre>")
+    elif logged:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(logged[-1][0]))
+        parts.append(f"<p>last error ({when} UTC):</p><pre>{_e(logged[-1][1])}</pre>")
     return "".join(parts)
 
 

@@ -197,3 +197,21 @@ def test_metrics_text_and_ui_page(make_herder):
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
     assert "p/t/0/1.json" in page and 'http-equiv="refresh"' in page
     assert "connect.local.root" not in page  # configs (and secrets) are never on the page
+
+
+class NoisyTask(IdleTask):
+    def start(self, config):
+        import logging
+
+        logging.getLogger("sink.fake").error("skipping a record at topic 't' partition 0 offset 3: bad")
+
+
+def test_last_logged_error_of_a_task_is_on_the_page(make_herder):
+    herder = make_herder(task=NoisyTask)
+    herder.put("n", config("n"))
+    task = herder.connectors["n"].tasks[0]
+    wait(lambda: task.last_error is not None)
+    assert task.last_error[1] == "skipping a record at topic 't' partition 0 offset 3: bad"
+    assert task.state == "RUNNING"
+    page = render_ui(herder)
+    assert "last error" in page and "offset 3: bad" in page
