@@ -56,7 +56,7 @@ class TaskErrorRecorder(logging.Handler):
         runner = getattr(threading.current_thread(), "kcql_task", None)
         if isinstance(runner, TaskRunner):
             try:
-                runner.last_error = (record.created, record.getMessage())
+                runner.metrics.last_error = (record.created, record.getMessage())
             except Exception:  # noqa: BLE001 - a logging handler must never raise
                 self.handleError(record)
 
@@ -78,8 +78,6 @@ class TaskRunner:
         self.trace: str | None = None
         self.metrics = TaskMetrics()
         self.runtime: Any = None
-        self.last_error: tuple[float, str] | None = None
-        """(time, message) of the last warning/error this task logged."""
         self._factory = factory
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()

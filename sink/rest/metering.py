@@ -52,6 +52,8 @@ class TaskMetrics:
         self.files_committed = 0
         self.bytes_out = 0
         self.recent_files: deque[str] = deque(maxlen=20)
+        self.last_error: tuple[float, str] | None = None
+        """(unix time, message) of the last record error or warning the task had, for /ui."""
         self.restarts = 0
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=30)
         self._lock = threading.Lock()
@@ -92,7 +94,13 @@ class MeteredConverter:
         m = self._metrics
         m.records_in[tp] = m.records_in.get(tp, 0) + 1
         m.bytes_in[tp] = m.bytes_in.get(tp, 0) + len(msg.value() or b"") + len(msg.key() or b"")
-        return self._inner.convert(msg)
+        try:
+            return self._inner.convert(msg)
+        except Exception as exc:
+            where = f"topic {msg.topic()!r} partition {msg.partition()} offset {msg.offset()}"
+            text = str(exc)
+            m.last_error = (time.time(), text if where in text else f"{text} ({where})")
+            raise
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -115,7 +123,11 @@ class MeteredTask:
         return self.inner.open(partitions)  # type: ignore[no-any-return]
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        self.inner.put(records)
+        try:
+            self.inner.put(records)
+        except Exception as exc:
+            self._metrics.last_error = (time.time(), str(exc))
+            raise
 
     def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         safe: dict[TopicPartition, int] = self.inner.pre_commit(offsets)

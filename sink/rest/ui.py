@@ -90,7 +90,7 @@ def _connector_section(herder: Herder, conn: Connector) -> str:
         parts.append("<p>recent files:</p><ul>" + "".join(f"<li>{_e(f)}</li>" for f in files) + "</ul>")
     traces = [conn.trace] if conn.state == "FAILED" and conn.trace else []
     traces += [t.trace for t in conn.tasks if t.state == "FAILED" and t.trace]
-    logged = sorted((t.last_error for t in conn.tasks if t.last_error), key=lambda e: e[0])
+    logged = sorted((t.metrics.last_error for t in conn.tasks if t.metrics.last_error), key=lambda e: e[0])
     if traces:
         parts.append(f"<p>last error:</p><pre>{_e(traces[-1])}</pre>")
     elif logged:

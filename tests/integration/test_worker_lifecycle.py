@@ -200,3 +200,32 @@ def test_two_tasks_share_the_partitions_and_write_each_record_once(
         assert tasks_with_records == {"0", "1"}  # the group split the partitions between the threads
     finally:
         assert worker.stop() == 0
+
+
+def test_tolerated_errors_and_dead_letters_show_in_metrics_and_ui(
+    kafka_bootstrap, topic_factory, producer, tmp_path
+):
+    root = tmp_path / "store"
+    name = f"dlq-{uuid.uuid4().hex[:6]}"
+    topic = topic_factory("dlqw")
+    dlq = f"dead-{uuid.uuid4().hex[:6]}"
+    producer.produce(topic, value=b'{"id": 0}')
+    producer.produce(topic, value=b"not json at all")
+    producer.produce(topic, value=b'{"id": 2}')
+    producer.flush(10)
+    worker = Worker(tmp_path / "state", kafka_bootstrap, tmp_path / "worker.log")
+    try:
+        config = connector_config(topic, str(root)) | {
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+        }
+        assert worker.post("/connectors", json={"name": name, "config": config}).status_code == 201
+        wait_for(lambda: ids_in(root) == [0, 2], timeout=60, what="the two good records")
+        metrics = worker.get("/metrics").text
+        assert f'kcql_sink_records_errored_total{{connector="{name}",task="0"}} 1.0' in metrics
+        assert f'kcql_sink_dlq_records_total{{connector="{name}",task="0"}} 1.0' in metrics
+        assert worker.get("/health").status_code == 200  # a tolerated error is not a failure
+        page = worker.get("/ui").text
+        assert "last error" in page and "offset 1" in page
+    finally:
+        assert worker.stop() == 0

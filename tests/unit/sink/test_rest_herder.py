@@ -210,8 +210,8 @@ def test_last_logged_error_of_a_task_is_on_the_page(make_herder):
     herder = make_herder(task=NoisyTask)
     herder.put("n", config("n"))
     task = herder.connectors["n"].tasks[0]
-    wait(lambda: task.last_error is not None)
-    assert task.last_error[1] == "skipping a record at topic 't' partition 0 offset 3: bad"
+    wait(lambda: task.metrics.last_error is not None)
+    assert task.metrics.last_error[1] == "skipping a record at topic 't' partition 0 offset 3: bad"
     assert task.state == "RUNNING"
     page = render_ui(herder)
     assert "last error" in page and "offset 3: bad" in page
