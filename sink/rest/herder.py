@@ -298,10 +298,12 @@ class Herder:
             self._set_target(conn, "PAUSED")
             if conn.state == "FAILED":
                 return
-            for task in conn.tasks:
-                if task.state != "FAILED":
-                    task.state = "PAUSED"
-                    task.halt()
+            pausing = [t for t in conn.tasks if t.state != "FAILED"]
+            for task in pausing:
+                task.state = "PAUSED"
+                task.signal_stop()  # all at once: they commit and leave the group in parallel
+            for task in pausing:
+                task.halt()
             if conn.state != "STOPPED" or conn.tasks:
                 conn.state = "PAUSED"
             if not conn.tasks:  # pausing a STOPPED connector brings its tasks back, paused
