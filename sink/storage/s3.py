@@ -80,6 +80,47 @@ def _classify(exc: BaseException) -> type[StorageError] | None:
     return None
 
 
+class _SecretRedactor(logging.Filter):
+    """Masks credential values in records of the AWS SDK's own loggers.
+
+    At DEBUG, botocore logs every request with its headers, and the ``Authorization`` header
+    carries the access key id (``Credential=AKIA.../...``). A logger's filters apply only to the
+    records it creates itself, not to those of its children, so the filter is attached to each
+    SDK logger that exists once the client is built (they are created at import time).
+    """
+
+    _PREFIXES = ("botocore", "boto3", "s3transfer", "urllib3")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def add(self, *values: str | None) -> None:
+        self.secrets.update(v for v in values if v and len(v) >= 4)
+        manager = logging.Logger.manager
+        names = [n for n in list(manager.loggerDict) if n.split(".")[0] in self._PREFIXES]
+        for name in [*self._PREFIXES, *names]:
+            logger = logging.getLogger(name)
+            if self not in logger.filters:
+                logger.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken record is not ours to fix; let it through
+            return True
+        if any(secret in message for secret in self.secrets):
+            for secret in self.secrets:
+                message = message.replace(secret, "********")
+            record.msg, record.args = message, None
+        return True
+
+
+_REDACTOR = _SecretRedactor()
+
+
 class S3Storage(Storage):
     """Buckets and keys on S3 or an S3-compatible endpoint."""
 
@@ -107,6 +148,8 @@ class S3Storage(Storage):
             kwargs["aws_access_key_id"] = settings.access_key.reveal()
             kwargs["aws_secret_access_key"] = settings.secret_key.reveal()
         self._client = boto3.session.Session().client("s3", **kwargs)
+        if settings.access_key and settings.secret_key:
+            _REDACTOR.add(settings.access_key.reveal(), settings.secret_key.reveal())
         self._transfer = TransferConfig(
             multipart_threshold=settings.multipart_threshold,
             multipart_chunksize=settings.multipart_chunk,
