@@ -181,7 +181,8 @@ def validate_config(config: Mapping[str, str | None]) -> list[ConfigProblem]:
     """
     from sink.config import parse_settings
     from sink.config_files import parse_connector_config
-    from sink.runtime import RuntimeOptions, SinkRuntime
+    from sink.converters import converter_problems
+    from sink.runtime import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
 
     problems: list[ConfigProblem] = [
         ConfigProblem(k, "", NULL_VALUE_ERROR) for k, v in config.items() if v is None
@@ -208,6 +209,7 @@ def validate_config(config: Mapping[str, str | None]) -> list[ConfigProblem]:
         parse_settings(cfg.props)
     except ConfigError as exc:
         problems += exc.problems
+    problems += converter_problems(cfg.props, DEFAULT_CONVERTERS)
     try:
         SinkRuntime(cfg, RuntimeOptions(bootstrap="validation-only"), task_factory=lambda: None)  # type: ignore[arg-type,return-value]
     except ConfigError as exc:

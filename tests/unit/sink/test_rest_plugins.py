@@ -112,3 +112,9 @@ def test_offsets_patch_body_parsing():
         with pytest.raises(RestError) as info:
             parse_alter_request(bad)
         assert info.value.status == 400
+
+
+def test_converter_problems_are_reported_once():
+    problems = validate_config(GOOD | {"value.converter": "io.confluent.connect.avro.AvroConverter"})
+    assert [p.key for p in problems] == ["value.converter"]
+    assert "schema.registry.url" in problems[0].why
