@@ -19,6 +19,7 @@ from sink.config_files import is_secret_key, mask
 from sink.rest import offsets, plugins
 from sink.rest.errors import RestError
 from sink.rest.herder import Herder
+from sink.rest.loggers import logger_levels, set_logger_level
 from sink.rest.metrics import render_metrics
 from sink.rest.store import TARGET_STATES, check_name
 from sink.rest.ui import render_ui
@@ -318,6 +319,23 @@ class Api:
         message = offsets.reset_offsets(self._bootstrap(conn.config), conn.name, conn.config)
         return JSONResponse({"message": message})
 
+    # --- admin: loggers (KIP-495) ---------------------------------------------------------------
+
+    def loggers(self, request: Request) -> Response:
+        return JSONResponse(logger_levels())
+
+    def logger(self, request: Request) -> Response:
+        return JSONResponse(logger_levels(request.path_params["logger"]))
+
+    async def set_logger(self, request: Request) -> Response:
+        return JSONResponse(set_logger_level(request.path_params["logger"], await self._json(request)))
+
+    def tasks_config(self, request: Request) -> Response:
+        """Deprecated ``/tasks-config`` (removed in Kafka 4.0), still used by older tools."""
+        conn = self.herder.get(request.path_params["name"])
+        config = conn.masked_config()
+        return JSONResponse({f"{conn.name}-{t.id}": config | {"task.id": str(t.id)} for t in conn.tasks})
+
     # --- plugins -----------------------------------------------------------------------------------
 
     def list_plugins(self, request: Request) -> Response:
@@ -389,6 +407,10 @@ def build_routes(herder: Herder, registry: Any) -> list[Route]:
         Route(c + "/offsets", a.get_offsets, methods=["GET"]),
         Route(c + "/offsets", a.alter_offsets, methods=["PATCH"]),
         Route(c + "/offsets", a.reset_offsets, methods=["DELETE"]),
+        Route(c + "/tasks-config", a.tasks_config, methods=["GET"]),
+        Route("/admin/loggers", a.loggers, methods=["GET"]),
+        Route("/admin/loggers/{logger}", a.logger, methods=["GET"]),
+        Route("/admin/loggers/{logger}", a.set_logger, methods=["PUT"]),
         Route("/connector-plugins", a.list_plugins, methods=["GET"]),
         Route("/connector-plugins/{plugin}/config", a.plugin_config, methods=["GET"]),
         Route("/connector-plugins/{plugin}/config/validate", a.validate, methods=["PUT"]),

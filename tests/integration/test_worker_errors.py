@@ -280,3 +280,23 @@ def test_basic_auth_guards_writes_only(kafka_bootstrap, topic_factory, tmp_path)
     finally:
         assert worker.stop() == 0
     assert "s3cret" not in worker.log()
+
+
+def test_admin_loggers_and_tasks_config(worker, topic_factory, tmp_path):
+    topic = topic_factory("adm")
+    assert worker.get("/admin/loggers").json()["root"]["level"] in ("INFO", "WARN", "DEBUG")
+    changed = worker.put("/admin/loggers/sink.runtime", json={"level": "DEBUG"})
+    assert changed.status_code == 200 and changed.json()[0] == "sink.runtime"
+    one = worker.get("/admin/loggers/sink.runtime").json()
+    assert one["level"] == "DEBUG" and isinstance(one["last_modified"], int)
+    assert (
+        error(worker.put("/admin/loggers/sink", json={"level": "LOUD"}), 404) == "invalid log level 'LOUD'."
+    )
+    assert error(worker.put("/admin/loggers/sink", json={}), 400)
+    assert error(worker.get("/admin/loggers/no.such.logger"), 404) == "Logger no.such.logger not found."
+    name = f"tc-{uuid.uuid4().hex[:6]}"
+    config = good_config(topic, str(tmp_path / "store")) | {"connect.s3.aws.secret.key": "hush-hush"}
+    assert worker.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    tasks_config = worker.get(f"/connectors/{name}/tasks-config").json()
+    assert list(tasks_config) == [f"{name}-0"]
+    assert tasks_config[f"{name}-0"]["connect.s3.aws.secret.key"] == "[hidden]"
