@@ -106,7 +106,7 @@ class MessageLike(Protocol):
     def offset(self) -> int | None: ...
     def key(self) -> bytes | None: ...
     def value(self) -> bytes | None: ...
-    def headers(self) -> list[tuple[str, bytes | None]] | None: ...
+    def headers(self) -> Any: ...  # list of (name, bytes | None) for consumed messages
     def timestamp(self) -> tuple[int, int]: ...
 
 
@@ -403,8 +403,8 @@ class AvroConverter:
                 raise RegistryUnavailable(
                     f"Schema Registry unreachable for schema id {schema_id}: {exc}"
                 ) from exc
-            if registered.schema_type not in (None, "AVRO"):
-                raise ValueError(f"schema id {schema_id} is {registered.schema_type}, not AVRO")
+            if registered.schema_type not in (None, "AVRO") or not registered.schema_str:
+                raise ValueError(f"schema id {schema_id} is {registered.schema_type or 'empty'}, not AVRO")
             writer = json.loads(registered.schema_str)
             hit = (writer, fastavro.parse_schema(writer))
             self._schemas[schema_id] = hit

@@ -74,6 +74,16 @@ RETRIABLE_CONVERSION_PAUSE = 2.0
 retriable reason (Schema Registry unreachable); ``connect.s3.retry.interval`` when shorter."""
 
 
+def _tp(msg: Message) -> TopicPartition:
+    """The partition of a consumed (non-error) message; librdkafka's Optional types narrowed."""
+    return TopicPartition(msg.topic() or "", msg.partition() or 0)
+
+
+def _next(msg: Message) -> int:
+    """The offset after a consumed (non-error) message: what committing it means."""
+    return (msg.offset() or 0) + 1
+
+
 class TaskFailedError(SinkError):
     """The task stopped on an error it must not tolerate; the message says which record and why."""
 
@@ -307,7 +317,7 @@ class SinkRuntime:
         records = []
         blocked: set[TopicPartition] = set()
         for msg in good:
-            tp = TopicPartition(msg.topic(), msg.partition())
+            tp = _tp(msg)
             if tp not in self.assigned or tp in blocked:
                 continue  # fetched before a revocation completed / behind a record to retry
             try:
@@ -318,17 +328,17 @@ class SinkRuntime:
                     # it; re-read the partition from this record after a pause
                     log.warning("%s; retrying from this record", exc)
                     assert self.consumer is not None  # noqa: S101
-                    self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, msg.offset()))
+                    self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, _next(msg) - 1))
                     blocked.add(tp)
                     continue
                 self._tolerate(
                     msg, "KEY_CONVERTER" if "the record key" in str(exc) else "VALUE_CONVERTER", exc
                 )
-                self.positions[tp] = msg.offset() + 1
+                self.positions[tp] = _next(msg)
                 continue
             if record.value is None and record.raw_value is None:
                 if self.errors.null_values == "ignore":
-                    self.positions[tp] = msg.offset() + 1
+                    self.positions[tp] = _next(msg)
                     continue
                 if self.errors.null_values == "fail":
                     self._tolerate(
@@ -338,7 +348,7 @@ class SinkRuntime:
                             f"null value (tombstone) at {record.where} and behavior.on.null.values=fail"
                         ),
                     )
-                    self.positions[tp] = msg.offset() + 1
+                    self.positions[tp] = _next(msg)
                     continue
             records.append((msg, record))
         self._put(records)
@@ -358,7 +368,7 @@ class SinkRuntime:
                     if index is not None:
                         msg = pairs[index][0]
                         self._tolerate(msg, "TASK_PUT", exc)
-                        self.positions[TopicPartition(msg.topic(), msg.partition())] = msg.offset() + 1
+                        self.positions[_tp(msg)] = _next(msg)
                         self._note_positions(pairs[:index])
                         pairs = pairs[index + 1 :]
                         continue
@@ -373,7 +383,7 @@ class SinkRuntime:
                     exc,
                 )
                 time.sleep(self.errors.retry_interval_ms / 1000)
-                self._rewind({TopicPartition(m.topic(), m.partition()) for m, _ in pairs})
+                self._rewind({_tp(m) for m, _ in pairs})
                 return  # the consumer re-delivers from the rewound positions
             else:
                 self._note_positions(pairs)
@@ -381,7 +391,7 @@ class SinkRuntime:
 
     def _note_positions(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
         for msg, _ in pairs:
-            self.positions[TopicPartition(msg.topic(), msg.partition())] = msg.offset() + 1
+            self.positions[_tp(msg)] = _next(msg)
         self.records_in += len(pairs)
 
     def _rewind(self, tps: set[TopicPartition]) -> None:
