@@ -263,56 +263,6 @@ def test_misuse_is_a_clear_error(tmp_path: Path) -> None:
     assert "secret" not in repr(task)
 
 
-class _CountingStorage:
-    """A stand-in that keeps only counts (100,000 real files would test the disk, not the task)."""
-
-    supports_conditional_writes = True
-
-    def __init__(self) -> None:
-        self.objects: dict[str, int] = {}
-
-    def uri(self, bucket: str, key: str = "") -> str:
-        return f"mem://{bucket}/{key}"
-
-    def check_bucket(self, bucket: str) -> None:
-        pass
-
-    def put_file(self, bucket: str, key: str, path: Path, **_: Any) -> str:
-        self.objects[key] = path.stat().st_size
-        return '"etag"'
-
-    def close(self) -> None:
-        pass
-
-
-def test_100k_distinct_partition_values_stay_within_the_writer_bound(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    storage = _CountingStorage()
-    monkeypatch.setattr("sink.task.create_storage", lambda settings: storage)
-    staging = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path  # fsync-free staging: speed
-    plan = _plan(partition_by=(PartitionField("g", "value", ("g",)),), include_keys=False)
-    task = SinkTask()
-    task.start(
-        {"name": "c", "connect.s3.kcql": "-", "connect.s3.exactly.once.enable": "false",
-         "connect.s3.max.open.writers": "50", "connect.s3.local.tmp.directory": str(staging)},
-        plans=[plan],
-    )
-    fds_before = len(os.listdir("/proc/self/fd"))
-    total = 100_000
-    try:
-        task.open([TP])
-        for start in range(0, total, 5_000):
-            task.put([rec(i, {"id": i, "g": i}) for i in range(start, start + 5_000)])
-            assert len(task._pool) <= 50
-            assert len(os.listdir("/proc/self/fd")) <= fds_before + 55
-        assert task.pre_commit({TP: total}) == {TP: total - 50}  # 50 files still open
-        task.close([TP])
-    finally:
-        task.stop()
-    assert len(storage.objects) == total - 50  # close discards without exactly-once
-
-
 def test_staging_of_dead_tasks_is_removed_but_live_tasks_are_kept(tmp_path: Path) -> None:
     from sink.staging import StagingArea
 
