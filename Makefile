@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install test lint demo clean
+.PHONY: install test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,16 @@ test: $(STAMP) lint
 # Embedded Tansu broker + local storage (or SeaweedFS with S3=1), sample data, the sink, a Spark SQL query.
 demo: $(STAMP)
 	$(PY) -m sink.demo $(if $(S3),--s3,)
+
+# Throughput vs bare consume and quix-streams (own venv: bench/.venv-quix), RSS, latency, Spark.
+# QUICK=1: ~1 minute on fewer records, no profile. Writes bench/results/latest.json (+ .png).
+BENCH_STAMP := $(VENV)/.bench-stamp
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	@touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) -m bench.run $(if $(QUICK),--quick,--profile)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache demo-data

@@ -1,0 +1,267 @@
+"""``make bench`` (``QUICK=1`` for a ~1-minute version): kcql-sink against bare consume and quix-streams.
+
+One run, one broker, data produced once: an embedded Tansu broker, SeaweedFS for the S3 run, the
+test Schema Registry for Avro. Bare confluent-kafka consume sets the ceiling; every ``kcql-sink
+run`` (a subprocess, fresh connector name and group) and quix-streams' file sink (its own venv) is
+timed on the same topics (see :mod:`bench.harness` for the timing rule). Then peak RSS with 1,000
+open PARTITIONBY writers, the idle-partition visibility delay, and a Spark aggregate through
+``spark_reader`` vs ``spark.read.parquet``. Prints one table and writes ``bench/results/latest.json``
+and ``bench/results/latest.png``. ``--profile`` also runs JSON→JSON and JSON→PARQUET under cProfile
+and prints where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import harness as h
+from kcql.errors import SinkError
+
+__all__ = ["main", "run_bench", "table", "targets"]
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+TARGETS = {
+    "json_to_json_local": ("ratio_to_bare", 0.70),
+    "json_to_parquet_local": ("ratio_to_bare", 0.50),
+    "avro_to_parquet_local": ("ratio_to_bare", 0.35),
+}
+QUIX_PEER = {"json_to_json_local": "quix_json_local", "json_to_parquet_local": "quix_parquet_local"}
+
+
+def say(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def s3_listing(client: Any, bucket: str, prefix: str) -> Any:
+    return lambda: h.s3_keys(client, bucket, prefix)
+
+
+def profile_summary(path: Path, top: int = 18) -> str:
+    """The hottest functions of a cProfile dump by own time, as text."""
+    import io
+
+    out = io.StringIO()
+    stats = pstats.Stats(str(path), stream=out)
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    text = out.getvalue()
+    return text[text.find("   ncalls") :] if "   ncalls" in text else text
+
+
+def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
+    from tests.fixtures.seaweedfs import make_client, start_seaweedfs
+
+    small = 30_000 if quick else 300_000
+    big = 6_000 if quick else 60_000
+    wide = 10_000 if quick else 50_000
+    work = Path(keep or tempfile.mkdtemp(prefix="kcql-bench-"))
+    root = work / "local"
+    root.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"quick": quick, "started": datetime.now(UTC).isoformat(timespec="seconds"),
+                              "machine": f"{platform.machine()} {platform.python_version()}"}
+    from sink.embedded import start_tansu
+
+    broker = start_tansu()
+    with contextlib.ExitStack() as stack:
+        stack.callback(broker.stop)
+        seaweed = start_seaweedfs()
+        stack.callback(seaweed.stop)
+        registry = stack.enter_context(h.start_registry())
+        s3 = make_client(seaweed.endpoint)
+        s3.create_bucket(Bucket="bench")
+        say(f"broker {broker.bootstrap}, SeaweedFS {seaweed.endpoint.url}, registry {registry}")
+
+        t = time.monotonic()
+        json_small = h.produce(broker.bootstrap, "bench-json", small, pad=60)
+        json_big = h.produce(broker.bootstrap, "bench-json1k", big, pad=900)
+        avro = h.produce(broker.bootstrap, "bench-avro", small, pad=60, kind="avro", registry_url=registry)
+        wide_data = h.produce(broker.bootstrap, "bench-wide", wide, pad=60, customers=0)
+        say(f"produced {small:,} x ~{json_small.value_bytes // small} B JSON, {big:,} x "
+            f"~{json_big.value_bytes // big} B JSON, {small:,} x ~{avro.value_bytes // small} B Avro, "
+            f"{wide:,} wide in {time.monotonic() - t:.1f} s")
+
+        bare = {d.topic: h.bare_consume(broker.bootstrap, d) for d in (json_small, json_big, avro)}
+        for topic, b in bare.items():
+            say(f"bare consume {topic}: {b['rps']:,.0f} rec/s (first record {b['first_record_s']:.2f} s "
+                "after assignment)")
+
+        local = h.local_storage(root)
+        jc = h.JSON_CONVERTERS
+        ac = h.avro_converters(registry)
+
+        def local_keys(name: str) -> Any:
+            return lambda: h.local_keys(root / "bench" / name)
+
+        plan = [
+            ("json_to_json_local", json_small, "JSON", jc, local, local_keys("json_to_json_local")),
+            ("json_to_parquet_local", json_small, "PARQUET", jc, local, local_keys("json_to_parquet_local")),
+            ("avro_to_parquet_local", avro, "PARQUET", ac, local, local_keys("avro_to_parquet_local")),
+            ("json_to_avro_local", json_small, "AVRO", jc, local, local_keys("json_to_avro_local")),
+            ("json_to_parquet_s3", json_small, "PARQUET", jc, seaweed.endpoint.connect_config(),
+             s3_listing(s3, "bench", "json_to_parquet_s3/")),
+            ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys("json1k_to_json_local")),
+            ("json1k_to_parquet_local", json_big, "PARQUET", jc, local,
+             local_keys("json1k_to_parquet_local")),
+        ]
+        runs: list[dict[str, Any]] = []
+        for name, data, fmt, conv, storage, keys in plan:
+            r = h.run_sink(name, data, fmt, conv, storage, keys, broker.bootstrap, work / "logs")
+            r["bare_rps"] = bare[data.topic]["rps"]
+            runs.append(r)
+            say(f"{name}: {r['rps']:,.0f} rec/s, peak RSS {r['peak_rss_mb']:.0f} MB")
+        for name, fmt in (("quix_json_local", "json"), ("quix_parquet_local", "parquet")):
+            r = h.run_quix(name, json_small, fmt, broker.bootstrap, work / "quix")
+            r["bare_rps"] = bare[json_small.topic]["rps"]
+            runs.append(r)
+            say(f"{name}: {r['rps']:,.0f} rec/s, peak RSS {r['peak_rss_mb']:.0f} MB")
+
+        wide_result = h.rss_with_open_partitions(wide_data, broker.bootstrap, root, work / "logs")
+        say(f"1,000 open partitions: peak RSS {wide_result['peak_rss_mb']:.0f} MB "
+            f"({wide_result['directories']:.0f} PARTITIONBY directories committed at stop)")
+        idle_s = h.idle_visibility(broker.bootstrap, root, work / "logs", flush_interval=2)
+        say(f"idle partition: records visible {idle_s:.2f} s after produce (flush.interval=2 s)")
+
+        profiles: dict[str, str] = {}
+        if profile:
+            for name, fmt in (("json_to_json_local", "JSON"), ("json_to_parquet_local", "PARQUET")):
+                pname = f"profile_{name}"
+                dump = work / f"{pname}.prof"
+                h.run_sink(pname, json_small, fmt, jc, local, local_keys(pname), broker.bootstrap,
+                           work / "logs", profile=dump)
+                for _ in range(50):
+                    if dump.exists():
+                        break
+                    time.sleep(0.1)
+                profiles[name] = profile_summary(dump)
+                say(f"\n--- cProfile of kcql-sink run, {name} (own time) ---\n{profiles[name]}")
+
+    with h.spark_session() as spark:
+        spark_result = h.spark_timing(spark, root, "json_to_parquet_local", json_small.topic)
+    say(f"Spark aggregate: spark_reader {spark_result['reader_s']:.2f} s, spark.read.parquet "
+        f"{spark_result['parquet_s']:.2f} s over {spark_result['files']} files")
+
+    bare_rps = bare[json_small.topic]["rps"]
+    by_name = {r["name"]: r for r in runs}
+    for r in runs:
+        r["ratio_to_bare"] = r["rps"] / r["bare_rps"]
+        peer = by_name.get(QUIX_PEER.get(r["name"], "") or "")
+        if r["name"] == "json_to_parquet_s3":
+            peer = by_name.get("quix_parquet_local")
+        r["ratio_to_quix"] = r["rps"] / peer["rps"] if peer else None
+    result.update({
+        "bare_consume_rps": bare_rps,
+        "bare_consume": dict(bare),
+        "runs": [{k: r[k] for k in ("name", "records", "rps", "mb_s", "ratio_to_bare", "ratio_to_quix",
+                                    "peak_rss_mb", "seconds", "bare_rps")} for r in runs],
+        "rss_1000_partitions_mb": wide_result["peak_rss_mb"],
+        "rss_1000_partitions_directories": int(wide_result["directories"]),
+        "idle_visible_s": idle_s,
+        "idle_flush_interval_s": 2,
+        "spark_reader_ratio": spark_result["ratio"],
+        "spark": spark_result,
+        "profiles": profiles,
+    })
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def targets(result: dict[str, Any]) -> list[tuple[str, bool]]:
+    """Each target of issue 13 with whether this run met it."""
+    by_name = {r["name"]: r for r in result["runs"]}
+    checks: list[tuple[str, bool]] = []
+    for name, (key, floor) in TARGETS.items():
+        checks.append((f"{name} >= {floor:.2f} x bare consume ({by_name[name][key]:.2f})",
+                       by_name[name][key] >= floor))
+    for name in ("json_to_json_local", "json_to_parquet_local"):
+        ratio = by_name[name]["ratio_to_quix"]
+        checks.append((f"{name} >= 3 x quix-streams ({ratio:.2f})", ratio is not None and ratio >= 3))
+    checks.append((f"peak RSS with 1,000 open partitions <= 512 MB ({result['rss_1000_partitions_mb']:.0f})",
+                   result["rss_1000_partitions_mb"] <= 512))
+    checks.append((f"idle data visible within flush.interval + 2 s ({result['idle_visible_s']:.2f} s)",
+                   result["idle_visible_s"] <= result["idle_flush_interval_s"] + 2))
+    checks.append((f"spark_reader within 1.2 x spark.read.parquet ({result['spark_reader_ratio']:.2f})",
+                   result["spark_reader_ratio"] <= 1.2))
+    return checks
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [f"bare confluent-kafka consume: {result['bare_consume_rps']:,.0f} records/s (~170 B JSON)", "",
+             f"{'run':<26}{'records':>9}{'rec/s':>10}{'MB/s':>8}{'x bare':>8}{'x quix':>8}{'RSS MB':>8}"]
+    for r in result["runs"]:
+        quix = f"{r['ratio_to_quix']:.2f}" if r["ratio_to_quix"] is not None else "-"
+        lines.append(f"{r['name']:<26}{r['records']:>9,}{r['rps']:>10,.0f}{r['mb_s']:>8.1f}"
+                     f"{r['ratio_to_bare']:>8.2f}{quix:>8}{r['peak_rss_mb']:>8.0f}")
+    spark = result["spark"]
+    lines += [
+        "",
+        f"peak RSS, 1,000 open partitions: {result['rss_1000_partitions_mb']:.0f} MB",
+        (f"idle partition visible after: {result['idle_visible_s']:.2f} s"
+        f" (flush.interval {result['idle_flush_interval_s']} s)"),
+        (f"spark_reader / spark.read.parquet: {result['spark_reader_ratio']:.2f}"
+        f" ({spark['reader_s']:.2f} s vs {spark['parquet_s']:.2f} s, best of 3)"),
+        "",
+        "targets:",
+    ]
+    lines += [f"  [{'met' if ok else 'MISSED'}] {text}" for text, ok in targets(result)]
+    return "\n".join(lines)
+
+
+def chart(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ["bare_consume", *(r["name"] for r in result["runs"])]
+    values = [result["bare_consume_rps"], *(r["rps"] for r in result["runs"])]
+    colors = ["#777777", *("#d9822b" if n.startswith("quix") else "#2b6cd9" for n in names[1:])]
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    ax.barh(names[::-1], values[::-1], color=colors[::-1])
+    for i, v in enumerate(values[::-1]):
+        ax.text(v, i, f" {v:,.0f}", va="center", fontsize=8)
+    ax.set_xlabel("records/s (same broker, same data, one run)")
+    ax.set_title("kcql-sink vs bare confluent-kafka consume vs quix-streams" + (" (QUICK)" if result["quick"]
+                                                                                 else ""))
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="~1 minute: fewer records, no profile")
+    parser.add_argument("--profile", action="store_true", help="also cProfile JSON->JSON and JSON->PARQUET")
+    parser.add_argument("--keep", type=Path, default=None, help="keep output/logs in this directory")
+    parser.add_argument("--out", type=Path, default=RESULTS / "latest.json")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        result = run_bench(args.quick, args.profile, args.keep)
+    except (RuntimeError, OSError, SinkError) as exc:
+        sys.stderr.write(f"bench failed: {exc}\n")
+        return 1
+    result["wall_s"] = round(time.monotonic() - started, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    chart(result, args.out.with_suffix(".png"))
+    say("\n" + table(result))
+    say(f"\nwrote {args.out} and {args.out.with_suffix('.png')} in {result['wall_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

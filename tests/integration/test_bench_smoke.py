@@ -1,0 +1,72 @@
+"""The benchmark harness on a few hundred records, so ``make bench`` cannot rot silently.
+
+It runs the real pieces (produce with delivery-report end offsets, bare consume with the sink's
+consumer settings, a timed ``kcql-sink run`` subprocess with RSS polling and commit detection
+from the storage listing, the Spark timing with its answer cross-check, the table/targets and
+the PNG). quix-streams is left out on purpose: it lives in its own venv that ``make test`` must
+not install.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench import harness as h
+from bench import run as bench_run
+
+
+def test_bench_pieces_end_to_end(
+    kafka_bootstrap: str, schema_registry_url: str, spark: Any, tmp_path: Path
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    data = h.produce(kafka_bootstrap, f"bsmoke-avro-{suffix}", 300, pad=60, kind="avro",
+                     registry_url=schema_registry_url)
+    assert data.ends == {0: 100, 1: 100, 2: 100}
+    assert 90 < data.value_bytes / data.records < 160
+
+    bare = h.bare_consume(kafka_bootstrap, data)
+    assert bare["rps"] > 0 and bare["first_record_s"] >= 0
+
+    root = tmp_path / "local"
+    run = h.run_sink("avro_to_parquet_local", data, "PARQUET", h.avro_converters(schema_registry_url),
+                     h.local_storage(root), lambda: h.local_keys(root / "bench" / "avro_to_parquet_local"),
+                     kafka_bootstrap, tmp_path / "logs")
+    assert run["records"] == 300 and run["rps"] > 0 and run["mb_s"] > 0
+    assert 20 < run["peak_rss_mb"] < 2000  # the sink's process tree was measured, not this process
+    lasts = h.committed_lasts(h.local_keys(root / "bench" / "avro_to_parquet_local"))
+    assert lasts == {0: 99, 1: 99, 2: 99}
+
+    timing = h.spark_timing(spark, root, "avro_to_parquet_local", data.topic, repeats=1)
+    assert timing["rows"] == 300 and timing["files"] == 6  # flush.count = half a partition
+    assert timing["ratio"] > 0
+
+
+def test_committed_lasts_reads_the_default_layout_only() -> None:
+    keys = ["t/0/000000049_1_2.parquet", "t/0/000000099_3_4.parquet", "t/1/12_5_6.json",
+            ".indexes/t/0/x", "t/2/.kcql-tmp/000000100_1_2.parquet", "t/notapartition/5_1_1.json"]
+    assert h.committed_lasts(iter(keys)) == {0: 99, 1: 12}
+
+
+def test_table_targets_and_chart(tmp_path: Path) -> None:
+    names = ["json_to_json_local", "json_to_parquet_local", "avro_to_parquet_local", "json_to_avro_local",
+             "json_to_parquet_s3", "quix_json_local", "quix_parquet_local"]
+    rps = [150_000, 110_000, 60_000, 50_000, 90_000, 30_000, 40_000]
+    runs = [{"name": n, "records": 1000, "rps": r, "mb_s": r / 6000, "ratio_to_bare": r / 200_000,
+             "ratio_to_quix": None, "peak_rss_mb": 100.0} for n, r in zip(names, rps, strict=True)]
+    runs[0]["ratio_to_quix"], runs[1]["ratio_to_quix"] = 5.0, 2.75
+    result = {"quick": True, "bare_consume_rps": 200_000.0, "runs": runs, "rss_1000_partitions_mb": 300.0,
+              "idle_visible_s": 2.5, "idle_flush_interval_s": 2, "spark_reader_ratio": 1.05,
+              "spark": {"reader_s": 1.05, "parquet_s": 1.0}}
+    checks = dict(bench_run.targets(result))
+    assert list(checks.values()).count(False) == 1  # only JSON->PARQUET x quix (2.75 < 3)
+    assert not checks["json_to_parquet_local >= 3 x quix-streams (2.75)"]
+    text = bench_run.table(result)
+    assert "json_to_parquet_s3" in text and "[MISSED]" in text
+    png = tmp_path / "chart.png"
+    bench_run.chart(result, png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    json.dumps(result)  # the shape latest.json is written in
+
