@@ -31,7 +31,9 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return make_backend(request.param, tmp_path, request)
 
 
-def _config(backend: Backend, tmp_path: Path, count: int = 4, **extra: str) -> dict[str, str]:
+def _config(
+    backend: Backend, tmp_path: Path, count: int = 4, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     kcql = (
         f"INSERT INTO {backend.bucket}:{PREFIX} SELECT * FROM {TOPIC} PARTITIONBY kind STOREAS JSON "  # noqa: S608
         f"PROPERTIES('flush.count'={count}, 'flush.interval'=3600)"
@@ -43,7 +45,7 @@ def _config(backend: Backend, tmp_path: Path, count: int = 4, **extra: str) -> d
             "connect.s3.kcql": kcql,
             "connect.s3.local.tmp.directory": str(tmp_path / "stage"),
         }
-        | extra
+        | (extra or {})
     )
 
 
@@ -140,7 +142,7 @@ def test_weak_mode_without_conditional_writes_still_fences_a_stale_task(
 ) -> None:
     """``connect.s3.conditional.writes=false``: no If-Match is sent; the owner is re-read instead."""
     backend = make_backend("s3", tmp_path, request)
-    config = _config(backend, tmp_path, **{"connect.s3.conditional.writes": "false"})
+    config = _config(backend, tmp_path, extra={"connect.s3.conditional.writes": "false"})
     old, new = _started(config), _started(config)
     try:
         old.open([TP])
