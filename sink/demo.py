@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from kcql.errors import SinkError
 
 __all__ = ["KCQL", "main"]
@@ -61,7 +63,8 @@ def produce_orders(bootstrap: str, count: int, seed: int = 7) -> dict[int, int]:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(TOPIC, 3)])[TOPIC].result(15)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future resolves
+    admin.create_topics([NewTopic(TOPIC, 3)])[TOPIC].result(15)
     rng = random.Random(seed)  # noqa: S311 - sample data, not security
     start = datetime(2026, 11, 20, tzinfo=UTC)
     ends: dict[int, int] = {}
@@ -116,13 +119,16 @@ def wait_committed(
     total = sum(ends.values())
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     deadline = time.monotonic() + timeout
+    shown = -1
     try:
         while True:
             if proc.poll() is not None:
                 raise SinkError(f"the connector stopped early with exit code {proc.returncode}")
             committed = consumer.committed([TopicPartition(TOPIC, p) for p in ends], timeout=10)
             done = sum(max(tp.offset, 0) for tp in committed)
-            _progress(min(done, total), total, "committed")
+            if done != shown:
+                _progress(min(done, total), total, "committed")
+                shown = done
             if all(tp.offset >= ends[tp.partition] for tp in committed):
                 return
             if time.monotonic() > deadline:
@@ -252,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run_demo(args.dir, args.records, args.s3)
-    except SinkError as exc:
+    except (SinkError, KafkaException) as exc:
         sys.stderr.write(f"\ndemo failed: {exc}\n")
         return 1
     except KeyboardInterrupt:
