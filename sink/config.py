@@ -204,6 +204,10 @@ class WriterSettings:
     """``connect.s3.max.open.writers``: the least recently used writer is committed beyond this."""
     compression_codec: str | None = None
     compression_level: int | None = None
+    staging_max_bytes: int | None = None
+    """``connect.s3.local.tmp.max.bytes``: when the open staging files together exceed this after a
+    ``put``, the largest are committed early until they are under three quarters of it. ``None``:
+    no limit beyond ``max.open.writers`` x ``flush.size``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +280,7 @@ def _parse_writers(reader: SettingsReader) -> WriterSettings:
         max_open_writers=reader.integer("connect.s3.max.open.writers", DEFAULT_MAX_OPEN_WRITERS, minimum=1),
         compression_codec=codec,
         compression_level=None if level is None or level == -1 else level,
+        staging_max_bytes=reader.optional_integer("connect.s3.local.tmp.max.bytes"),
     )
 
 

@@ -227,6 +227,7 @@ class SinkTask:
                     end += 1
                 self._put_topic(records[start:end] if start or end < count else records)
                 start = end
+            self._enforce_staging_budget()
 
     def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         """The next offset safe to commit to Kafka for each given partition we own.
@@ -357,6 +358,25 @@ class SinkTask:
             if reason is not None:
                 self._commit_writer(writer, reason)
                 writer = None
+
+    def _enforce_staging_budget(self) -> None:
+        """Commit the largest open files early when staging exceeds ``connect.s3.local.tmp.max.bytes``.
+
+        Checked once per ``put`` (the overshoot is at most one batch), down to three quarters of
+        the budget so that the next check does not fire again at once.
+        """
+        budget = self.settings.writers.staging_max_bytes if self.settings else None
+        if not budget:
+            return
+        writers = [w for w in self._pool.all() if not w.finished and w.record_count]
+        total = sum(w.bytes_written for w in writers)
+        if total <= budget:
+            return
+        for writer in sorted(writers, key=lambda w: w.bytes_written, reverse=True):
+            if total <= budget * 3 // 4:
+                break
+            total -= writer.bytes_written
+            self._commit_writer(writer, "staging budget")
 
     def _open_writer(self, plan: SinkPlan, key: WriterKey) -> PartitionWriter:
         while self._pool.full:

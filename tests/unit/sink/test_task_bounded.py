@@ -198,3 +198,45 @@ def test_a_hot_value_holding_the_offset_back_does_not_grow_the_index(
         task.stop()
     assert _committed_ids(storage) == Counter(range(total))
     assert storage.largest_index < INDEX_LIMIT
+
+
+def _staged_bytes(directory: Path) -> int:
+    return sum((Path(d) / f).stat().st_size for d, _, files in os.walk(directory) for f in files)
+
+
+def test_staging_bytes_budget_commits_the_largest_files_early(storage: MemoryStorage, tmp_path: Path) -> None:
+    """``connect.s3.local.tmp.max.bytes`` bounds the disk the open staging files use."""
+    budget = 30_000
+    staging = tmp_path / "stage"
+    task = task_module.SinkTask()
+    task.start(
+        {
+            "name": "budget",
+            "connect.storage": "local",
+            "connect.local.root": str(tmp_path / "unused-root"),
+            "connect.s3.local.tmp.directory": str(staging),
+            "connect.s3.local.tmp.max.bytes": str(budget),
+            "connect.s3.kcql": (
+                "INSERT INTO bkt:out SELECT * FROM events PARTITIONBY k STOREAS JSON "
+                "PROPERTIES('flush.count'=1000000, 'flush.interval'=3600)"
+            ),
+        }
+    )
+    total, batch = 2_000, 20
+    worst = 0
+    try:
+        task.open([TP])
+        for start in range(0, total, batch):
+            task.put(
+                [
+                    SinkRecord("events", 0, i, 1, None, {"k": f"v{i % 40}", "id": i, "pad": "p" * 300})
+                    for i in range(start, start + batch)
+                ]
+            )
+            worst = max(worst, _staged_bytes(staging))
+        task.close([TP])
+    finally:
+        task.stop()
+    assert worst <= budget + batch * 400, f"staging reached {worst} bytes with a {budget} budget"
+    assert total * 300 > 10 * budget, "the data must be far larger than the budget for this to mean anything"
+    assert _committed_ids(storage) == Counter(range(total))
