@@ -1,0 +1,272 @@
+"""Crash chaos for ``kcql-sink run``: SIGKILL the real process at random moments, restart, check.
+
+One :class:`Scenario` = one topic, one connector, ``kills`` SIGKILLs of the whole process group
+(the runner and any task children), then a final run that drains the topic and is stopped with
+SIGTERM. Kill moments are random times after start (before assignment, mid-batch, mid-flush)
+and, on S3, also *in-flight* requests: the fault proxy parks an upload to ``.temp-upload/`` or an
+index write (the commit step) and the harness kills the sink while that request hangs, then
+drops it, as the socket of a dead process would be.
+
+The verdict comes from :mod:`chaos.reader` (an independent read of the storage) against the
+broker's watermarks: every (topic, partition, offset) exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from chaos.proxy import FaultProxy, Rule
+from chaos.reader import Triple, compare, read_local, read_s3
+
+__all__ = ["REPO", "S3Target", "Scenario", "produce", "run_scenario", "start_sink"]
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: Consumer settings that keep group joins on Tansu short (see the Tansu reference).
+FAST_CONSUMER = {
+    "consumer.override.session.timeout.ms": "6000",
+    "consumer.override.heartbeat.interval.ms": "500",
+    "consumer.override.fetch.wait.max.ms": "50",
+    "consumer.override.topic.metadata.refresh.interval.ms": "1000",
+}
+
+KINDS = ("a", "b", "c", "d")
+
+
+@dataclass
+class S3Target:
+    """Where S3 cells write: the SeaweedFS endpoint, a boto3 client, the proxy in front."""
+
+    connect_config: dict[str, str]
+    client: Any
+    proxy: FaultProxy
+
+
+@dataclass
+class Scenario:
+    """One cell of the chaos matrix."""
+
+    flush: str = "count"  # count | size | interval
+    storage: str = "local"  # local | s3
+    partition_by: bool = False
+    records: int = 5_000
+    partitions: int = 3
+    kills: int = 3
+    kill_window: tuple[float, float] = (1.0, 8.0)
+    inflight_kills: bool = True  # S3 only: some kills while an upload / index write is parked
+    drain_timeout: float = 300.0
+    seed: int = 0
+    name: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            pb = "partitionby" if self.partition_by else "default"
+            self.name = f"{self.storage}-{self.flush}-{pb}"
+
+    def kcql(self, topic: str) -> str:
+        flush = {
+            "count": f"'flush.count'={max(50, self.records // 40)}, 'flush.interval'=4",
+            "size": "'flush.size'=32768, 'flush.count'=100000000, 'flush.interval'=4",
+            "interval": "'flush.interval'=1, 'flush.count'=100000000",
+        }[self.flush]
+        partition = " PARTITIONBY kind" if self.partition_by else ""
+        return (
+            f"INSERT INTO chaos:data SELECT * FROM `{topic}`{partition} STOREAS `JSON` "  # noqa: S608
+            f"PROPERTIES('store.envelope'=true, {flush})"
+        )
+
+
+def produce(bootstrap: str, topic: str, records: int, partitions: int) -> set[Triple]:
+    """Produce ``records`` JSON values ``{"n": i, "kind": ...}`` round-robin over the partitions.
+
+    Returns the (topic, partition, offset) of every record as the broker acknowledged it in the
+    delivery reports: the expected set, independent of anything the sink says.
+    """
+    acked: set[Triple] = set()
+    failures: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+        else:
+            acked.add((msg.topic(), msg.partition(), msg.offset()))
+
+    prod = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 5000})
+    for i in range(records):
+        value = json.dumps({"n": i, "kind": KINDS[i % len(KINDS)], "pad": "x" * (i % 37)}).encode()
+        while True:
+            try:
+                prod.produce(
+                    topic, value=value, key=str(i).encode(), partition=i % partitions, on_delivery=on_delivery
+                )
+                break
+            except BufferError:
+                prod.poll(0.1)
+        if i % 1_000 == 0:
+            prod.poll(0)
+    if prod.flush(120) != 0 or failures or len(acked) != records:
+        raise RuntimeError(f"{topic}: {len(acked)}/{records} acknowledged, errors: {failures[:3]}")
+    return acked
+
+
+def start_sink(config: Path, bootstrap: str, log_path: Path) -> subprocess.Popen[bytes]:
+    """``kcql-sink run CONFIG`` in its own process group (so SIGKILL reaches its task children)."""
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    env["KCQL_SINK_LOG_LEVEL"] = "INFO"
+    return subprocess.Popen(
+        [sys.executable, "-m", "sink.cli", "run", str(config), "--bootstrap-servers", bootstrap],
+        stdout=log_path.open("wb"),
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+        start_new_session=True,
+        env=env,
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return -9
+
+
+def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None) -> dict[str, Any]:
+    """Produce, crash ``scn.kills`` times, drain, read back; returns the cell's summary row."""
+    rng = random.Random(scn.seed)  # noqa: S311 - chaos timing, not security
+    began = time.monotonic()
+    work = workdir / scn.name
+    work.mkdir(parents=True, exist_ok=True)
+    topic = f"chaos-{scn.name}-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=scn.partitions)])[topic].result(timeout=20)
+    expected = produce(bootstrap, topic, scn.records, scn.partitions)
+
+    props: dict[str, str] = {
+        "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
+        "topics": topic,
+        "connect.s3.kcql": scn.kcql(topic),
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "connect.s3.local.tmp.directory": str(work / "staging"),
+        **FAST_CONSUMER,
+    }
+    bucket = "chaos"
+    if scn.storage == "s3":
+        if s3 is None:
+            raise ValueError(f"{scn.name}: an S3 cell needs an S3Target")
+        bucket = f"chaos-{uuid.uuid4().hex[:10]}"
+        s3.client.create_bucket(Bucket=bucket)
+        props["connect.s3.kcql"] = props["connect.s3.kcql"].replace("chaos:data", f"{bucket}:data", 1)
+        props.update(s3.connect_config)
+        props["connect.s3.custom.endpoint"] = s3.proxy.url
+    else:
+        props["connect.storage"] = "local"
+        props["connect.local.root"] = str(work / "out")
+    config = work / "connector.json"
+    config.write_text(json.dumps({"name": f"chaos-{uuid.uuid4().hex[:8]}", "config": props}, indent=2))
+
+    def read() -> tuple[Counter[Triple], int]:
+        if scn.storage == "s3" and s3 is not None:
+            return read_s3(s3.client, bucket, "data")
+        return read_local(work / "out", bucket, "data")
+
+    kinds: Counter[str] = Counter()
+    logs: list[Path] = []
+    for i in range(scn.kills):
+        log_path = work / f"run-{i:02d}.log"
+        logs.append(log_path)
+        mode = "time"
+        rule: Rule | None = None
+        if scn.storage == "s3" and s3 is not None and scn.inflight_kills and i % 3 != 0:
+            mode = "upload" if i % 3 == 1 else "index"
+            path = r"/\.temp-upload/" if mode == "upload" else r"/\.indexes/"
+            rule = s3.proxy.add(
+                Rule("hold", method="PUT", path=rf"^/{bucket}{path}", skip=rng.randint(0, 3), delay=60)
+            )
+        proc = start_sink(config, bootstrap, log_path)
+        wait = rng.uniform(*scn.kill_window)
+        if rule is not None:
+            if not rule.hit.wait(wait + 20):
+                mode = "time"  # nothing to park (e.g. drained already): still a kill
+        else:
+            time.sleep(wait)
+        early = proc.poll()
+        _kill_group(proc)
+        if rule is not None and s3 is not None:
+            rule.drop = True
+            rule.release.set()
+            s3.proxy.clear()
+        if early is not None:
+            kinds["exited-before-kill"] += 1
+            log.warning("%s: run %d exited with %s before its kill", scn.name, i, early)
+        kinds[mode] += 1
+        log.info("%s: kill %d/%d (%s after %.1fs)", scn.name, i + 1, scn.kills, mode, wait)
+
+    final_log = work / "run-final.log"
+    logs.append(final_log)
+    proc = start_sink(config, bootstrap, final_log)
+    deadline = time.monotonic() + scn.drain_timeout
+    drained = False
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen, _files = read()
+            if all(seen[t] for t in expected):
+                drained = True
+                break
+            time.sleep(3)
+    finally:
+        rc = _stop(proc)
+    seen, files = read()
+    verdict = compare(expected, seen)
+    tracebacks = sum("Traceback" in p.read_text(errors="replace") for p in logs if p.exists())
+    row = {
+        "cell": scn.name,
+        "records": scn.records,
+        "kills": dict(kinds),
+        "faults_injected": scn.kills,
+        **verdict,
+        "files": files,
+        "drained": drained,
+        "final_exit": rc,
+        "logs_with_traceback": tracebacks,
+        "seconds": round(time.monotonic() - began, 1),
+        "scenario": {k: v for k, v in asdict(scn).items() if k not in ("name",)},
+        "workdir": str(work),
+    }
+    row["ok"] = (
+        verdict["lost"] == 0
+        and verdict["duplicated"] == 0
+        and verdict["unexpected"] == 0
+        and drained
+        and rc == 0
+        and tracebacks == 0
+    )
+    return row
