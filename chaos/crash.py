@@ -34,7 +34,17 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from chaos.proxy import FaultProxy, Rule
 from chaos.reader import Triple, compare, read_local, read_s3
 
-__all__ = ["REPO", "S3Target", "Scenario", "produce", "run_scenario", "start_sink"]
+__all__ = [
+    "REPO",
+    "Cell",
+    "S3Target",
+    "Scenario",
+    "drain",
+    "prepare",
+    "produce",
+    "run_scenario",
+    "start_sink",
+]
 
 log = logging.getLogger(__name__)
 
@@ -157,10 +167,32 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
         return -9
 
 
-def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None) -> dict[str, Any]:
-    """Produce, crash ``scn.kills`` times, drain, read back; returns the cell's summary row."""
-    rng = random.Random(scn.seed)  # noqa: S311 - chaos timing, not security
-    began = time.monotonic()
+@dataclass
+class Cell:
+    """A prepared cell: topic produced, connector config written, storage ready to read back."""
+
+    scenario: Scenario
+    topic: str
+    expected: set[Triple]
+    config: Path
+    work: Path
+    bucket: str
+    s3: S3Target | None
+
+    def read(self) -> tuple[Counter[Triple], int]:
+        """What the storage holds now (independent reader) and how many data files."""
+        if self.s3 is not None:
+            return read_s3(self.s3.client, self.bucket, "data")
+        return read_local(self.work / "out", self.bucket, "data")
+
+    def verdict(self) -> dict[str, int]:
+        """:func:`chaos.reader.compare` of the expected set against the storage."""
+        seen, files = self.read()
+        return {**compare(self.expected, seen), "files": files}
+
+
+def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None, **extra: str) -> Cell:
+    """Create the topic, produce ``scn.records``, write the connector config (``extra`` keys win)."""
     work = workdir / scn.name
     work.mkdir(parents=True, exist_ok=True)
     topic = f"chaos-{scn.name}-{uuid.uuid4().hex[:6]}"
@@ -190,14 +222,35 @@ def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | No
     else:
         props["connect.storage"] = "local"
         props["connect.local.root"] = str(work / "out")
+    props.update(extra)
     config = work / "connector.json"
     config.write_text(json.dumps({"name": f"chaos-{uuid.uuid4().hex[:8]}", "config": props}, indent=2))
+    return Cell(scn, topic, expected, config, work, bucket, s3 if scn.storage == "s3" else None)
 
-    def read() -> tuple[Counter[Triple], int]:
-        if scn.storage == "s3" and s3 is not None:
-            return read_s3(s3.client, bucket, "data")
-        return read_local(work / "out", bucket, "data")
 
+def drain(cell: Cell, bootstrap: str, log_path: Path, timeout: float) -> tuple[bool, int]:
+    """Run the sink until every expected record is in storage, then SIGTERM it: (drained, exit code)."""
+    proc = start_sink(cell.config, bootstrap, log_path)
+    deadline = time.monotonic() + timeout
+    drained = False
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen, _files = cell.read()
+            if all(seen[t] for t in cell.expected):
+                drained = True
+                break
+            time.sleep(2)
+    finally:
+        rc = _stop(proc)
+    return drained, rc
+
+
+def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None) -> dict[str, Any]:
+    """Produce, crash ``scn.kills`` times, drain, read back; returns the cell's summary row."""
+    rng = random.Random(scn.seed)  # noqa: S311 - chaos timing, not security
+    began = time.monotonic()
+    cell = prepare(scn, bootstrap, workdir, s3)
+    work, config, bucket = cell.work, cell.config, cell.bucket
     kinds: Counter[str] = Counter()
     logs: list[Path] = []
     for i in range(scn.kills):
@@ -232,20 +285,9 @@ def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | No
 
     final_log = work / "run-final.log"
     logs.append(final_log)
-    proc = start_sink(config, bootstrap, final_log)
-    deadline = time.monotonic() + scn.drain_timeout
-    drained = False
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            seen, _files = read()
-            if all(seen[t] for t in expected):
-                drained = True
-                break
-            time.sleep(3)
-    finally:
-        rc = _stop(proc)
-    seen, files = read()
-    verdict = compare(expected, seen)
+    drained, rc = drain(cell, bootstrap, final_log, scn.drain_timeout)
+    verdict = cell.verdict()
+    files = verdict.pop("files")
     tracebacks = sum("Traceback" in p.read_text(errors="replace") for p in logs if p.exists())
     row = {
         "cell": scn.name,

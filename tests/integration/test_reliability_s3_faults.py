@@ -1,0 +1,80 @@
+"""S3 faults injected by a real HTTP proxy between ``kcql-sink run`` and SeaweedFS.
+
+Throttling (503 SlowDown), 500s, connection resets, a 5 s stall and truncated responses must be
+retried with backoff and change nothing in the result: every offset exactly once. When retries
+run out the process stops with a clear error (exit 1, no traceback), and a restart once S3 is
+healthy again still writes every offset exactly once.
+"""
+
+from __future__ import annotations
+
+import time
+
+from chaos.crash import S3Target, Scenario, drain, prepare, start_sink
+from chaos.proxy import FaultProxy, Rule
+
+
+def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
+    kafka_bootstrap, s3_endpoint, s3_client, tmp_path
+):
+    with FaultProxy(s3_endpoint.url) as proxy:
+        cell = prepare(
+            Scenario(flush="count", storage="s3", records=2_000, partitions=2, name="s3-faults"),
+            kafka_bootstrap,
+            tmp_path,
+            S3Target(s3_endpoint.connect_config(), s3_client, proxy),
+        )
+        rules = [
+            proxy.add(Rule("slowdown", method="PUT", path=r"/\.temp-upload/", times=3)),
+            proxy.add(Rule("error500", method="PUT", path=r"/\.indexes/", times=2, skip=1)),
+            proxy.add(Rule("reset", method="PUT", path=r"/data/", times=2)),  # the copy to the final key
+            proxy.add(Rule("latency", method="PUT", path=r"/\.temp-upload/", times=1, skip=2, delay=5.0)),
+            proxy.add(Rule("partial", method="GET", path=r"/\.indexes/", times=1)),
+            proxy.add(Rule("reset", method="DELETE", times=1)),
+        ]
+        drained, rc = drain(cell, kafka_bootstrap, tmp_path / "faults.log", timeout=180)
+        injected = dict(proxy.injected)
+    log = (tmp_path / "faults.log").read_text()
+    verdict = cell.verdict()
+    assert drained and rc == 0, log[-3000:]
+    assert verdict["lost"] == 0 and verdict["duplicated"] == 0 and verdict["unexpected"] == 0, verdict
+    assert "Traceback" not in log
+    for rule in rules:
+        assert rule.fired == rule.times, (rule.action, rule.path, injected)  # every fault really hit
+    assert injected == {"slowdown": 3, "error500": 2, "reset": 3, "latency": 1, "partial": 1}
+
+
+def test_retries_exhausted_stop_with_a_clear_error_and_a_restart_loses_nothing(
+    kafka_bootstrap, s3_endpoint, s3_client, tmp_path
+):
+    with FaultProxy(s3_endpoint.url) as proxy:
+        cell = prepare(
+            Scenario(flush="count", storage="s3", records=1_000, partitions=1, name="s3-exhausted"),
+            kafka_bootstrap,
+            tmp_path,
+            S3Target(s3_endpoint.connect_config(), s3_client, proxy),
+            **{"connect.s3.http.max.retries": "2", "connect.s3.error.policy": "THROW"},
+        )
+        # healthy until the first upload, then every PUT is throttled forever
+        proxy.add(Rule("slowdown", method="PUT", path=r"/\.temp-upload/", times=-1))
+        log_path = tmp_path / "exhausted.log"
+        began = time.monotonic()
+        proc = start_sink(cell.config, kafka_bootstrap, log_path)
+        try:
+            rc = proc.wait(120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        log = log_path.read_text()
+        assert rc == 1, log[-3000:]
+        assert "Traceback" not in log, log[-3000:]
+        assert "SlowDown" in log or "503" in log, log[-3000:]  # the cause is named
+        assert proxy.injected["slowdown"] >= 3  # 1 attempt + 2 retries, at least once
+        assert time.monotonic() - began < 120
+        assert cell.verdict()["checked"] == 1_000
+        proxy.clear()
+        drained, rc = drain(cell, kafka_bootstrap, tmp_path / "restart.log", timeout=120)
+    verdict = cell.verdict()
+    assert drained and rc == 0, (tmp_path / "restart.log").read_text()[-3000:]
+    assert verdict["lost"] == 0 and verdict["duplicated"] == 0 and verdict["unexpected"] == 0, verdict
