@@ -316,8 +316,12 @@ class SinkRuntime:
         assert self.converter is not None  # noqa: S101 - checked at construction
         records = []
         blocked: set[TopicPartition] = set()
+        tps: dict[tuple[str | None, int | None], TopicPartition] = {}  # one object per partition
         for msg in good:
-            tp = _tp(msg)
+            tp_key = (msg.topic(), msg.partition())
+            tp = tps.get(tp_key)
+            if tp is None:
+                tp = tps[tp_key] = _tp(msg)
             if tp not in self.assigned or tp in blocked:
                 continue  # fetched before a revocation completed / behind a record to retry
             try:
@@ -390,7 +394,11 @@ class SinkRuntime:
                 return
 
     def _note_positions(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
+        # offsets rise within a partition, so only each partition's last message sets its position
+        last: dict[tuple[str | None, int | None], Message] = {}
         for msg, _ in pairs:
+            last[(msg.topic(), msg.partition())] = msg
+        for msg in last.values():
             self.positions[_tp(msg)] = _next(msg)
         self.records_in += len(pairs)
 
