@@ -24,16 +24,41 @@ if TYPE_CHECKING:
 __all__ = ["RowBuilder"]
 
 
+_FLAT_TYPES = frozenset((str, float, bool, type(None)))
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63
+
+
+def _flat_shape(value: dict[Any, Any]) -> tuple[tuple[Any, type], ...] | None:
+    """``(key, type)`` per field of a dict of plain scalars, or None when anything is nested/odd.
+
+    Two such dicts with equal shapes have equal inferred schemas (:func:`infer` looks at nothing
+    else for them), which lets a file of same-shaped schemaless records skip inference.
+    """
+    shape = []
+    for key, item in value.items():
+        kind = type(item)
+        if kind is int:
+            if not _LONG_MIN <= item < _LONG_MAX:
+                return None
+        elif kind not in _FLAT_TYPES:
+            return None
+        shape.append((key, kind))
+    return tuple(shape)
+
+
 class _Part:
     """Schema state of the key or the value within one file."""
 
-    __slots__ = ("evolution", "inferred", "mode", "name")
+    __slots__ = ("evolution", "inferred", "mode", "name", "pending_shape", "shape")
 
     def __init__(self, name: str, compatibility: str) -> None:
         self.name = name
         self.mode: str | None = None  # None (only nulls so far), "given" or "inferred"
         self.evolution = SchemaEvolution(compatibility)
         self.inferred: Any = "null"
+        self.shape: tuple[tuple[Any, type], ...] | None = None
+        """Flat shape of the last committed inferred value: already merged into ``inferred``."""
+        self.pending_shape: tuple[tuple[Any, type], ...] | None = None
 
     def check(self, value: Any, schema: Any, frozen: bool) -> tuple[Decision, Any]:
         """Decision for one value, plus the merged inferred schema to commit if accepted."""
@@ -47,6 +72,9 @@ class _Part:
             return self.evolution.decide(schema), None
         if self.mode == "given":
             return Decision.ROLL, None
+        shape = self.pending_shape = _flat_shape(value) if type(value) is dict else None
+        if shape is not None and shape == self.shape:
+            return Decision.SAME, self.inferred  # merging the same candidate again changes nothing
         candidate = infer(value, self.name)  # may raise IncompatibleSchemas: no Avro type at all
         if self.inferred == "null":  # the first value: its own schema, not a union with null
             return Decision.SAME, candidate
@@ -62,6 +90,7 @@ class _Part:
         if merged is not None:
             self.mode = "inferred"
             self.inferred = merged
+            self.shape = self.pending_shape
         elif schema is not None and self.mode is None:
             self.mode = "given"
 
