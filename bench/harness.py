@@ -579,6 +579,7 @@ def spark_session() -> Iterator[Any]:
                 os.environ["JAVA_HOME"] = home
                 break
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.pop("SPARK_REMOTE", None)
     tmp = Path(tempfile.mkdtemp(prefix="kcql-bench-spark-"))
     session = (
