@@ -67,8 +67,11 @@ class KcqlError(SinkError, ValueError):
     @property
     def source_line(self) -> str:
         """The line of ``text`` the error points into."""
-        lines = self.text.splitlines() or [""]
-        return lines[min(self.line, len(lines)) - 1]
+        # Split on "\n" only, as the parser counts lines: str.splitlines() also splits on a lone
+        # "\r", form feed or U+2028 and would quote the wrong line. A lone "\r" is shown as a space
+        # (same width, so the caret still lines up) instead of moving the terminal's cursor.
+        lines = [line.removesuffix("\r").replace("\r", " ") for line in self.text.split("\n")]
+        return lines[min(max(self.line, 1), len(lines)) - 1]
 
     @property
     def caret(self) -> str:

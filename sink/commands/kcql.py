@@ -2,8 +2,9 @@
 
 ``check FILE|-`` prints ``ok: N statement(s)`` or the first error with its line, column and a
 caret; ``explain [--json] FILE|-`` shows what each statement means, including the object key the
-first record of partition 0 would get. FILE may also be a connector config (Connect JSON or flat
-JSON) whose ``connect.s3.kcql`` is then compiled; positions are then relative to that value.
+first record of partition 0 would get. FILE may also be a connector config (Connect JSON, flat
+JSON or a ``.properties`` file) whose ``connect.s3.kcql`` is then compiled; positions are then
+relative to that value. A leading UTF-8 byte-order mark (Windows editors) is ignored.
 The ``--json`` keys are a contract (:data:`kcql.EXPLAIN_KEYS`); scripts and checks depend on them.
 """
 
@@ -65,17 +66,30 @@ def read_kcql(source: str, stdin: TextIO | None = None) -> str:
         KcqlInputError: the file cannot be read, or is a JSON config without a KCQL key.
     """
     if source == "-":
-        text = (stdin or sys.stdin).read()
+        text = (stdin or sys.stdin).read().removeprefix("\ufeff")
     else:
         try:
-            text = Path(source).read_text(encoding="utf-8")
+            text = Path(source).read_text(encoding="utf-8-sig")
         except FileNotFoundError:
             raise KcqlInputError(f"{source}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise KcqlInputError(f"{source}: cannot read: {exc}") from None
     if text.lstrip().startswith("{"):
         return _kcql_from_config(source, text)
+    if source.endswith(".properties"):
+        return _kcql_from_properties(source, text)
     return text
+
+
+def _kcql_from_properties(source: str, text: str) -> str:
+    """The KCQL of a Connect ``.properties`` file (as ``kcql-sink run`` accepts), not the file itself."""
+    from sink.config_files import parse_properties
+
+    props = {key.lower(): value for key, value in parse_properties(text).items()}
+    for key in KCQL_CONFIG_KEYS:
+        if key in props:
+            return props[key]
+    raise KcqlInputError(f"{source}: properties file has no {' or '.join(KCQL_CONFIG_KEYS)} key")
 
 
 def _kcql_from_config(source: str, text: str) -> str:

@@ -169,3 +169,18 @@ def test_readme_kcql_reference_examples_compile() -> None:
     plans = kcql.parse(text)
     assert len(plans) == 9
     assert plans[-1].naming is FileNaming.CONFLUENT
+
+
+def test_error_quotes_the_line_the_parser_counted_with_crlf_and_lone_cr() -> None:
+    # CRLF files: line 2 is quoted without its "\r"
+    with pytest.raises(KcqlSemanticError) as info:
+        kcql.parse("INSERT INTO b SELECT * FROM t\r\nPARTITIONBY _value\r\n")
+    assert (info.value.line, info.value.column) == (2, 13)
+    assert info.value.render().splitlines()[1:3] == ["  PARTITIONBY _value", "  " + " " * 12 + "^"]
+    # a lone "\r" is not a line break for the parser, so the quoted line must not split there either
+    with pytest.raises(KcqlSemanticError) as info:
+        kcql.parse("INSERT INTO b SELECT * FROM t\rPARTITIONBY _value")
+    assert (info.value.line, info.value.column) == (1, 43)
+    quoted, caret = info.value.render().splitlines()[1:3]
+    assert quoted == "  INSERT INTO b SELECT * FROM t PARTITIONBY _value"
+    assert caret.index("^") == 2 + 42 and quoted[2 + 42 :].startswith("_value")

@@ -181,3 +181,29 @@ def test_console_script_explain_json(tmp_path: Path) -> None:
     )
     assert bad.returncode == 1
     assert "line 1, column 37" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_check_ignores_a_utf8_byte_order_mark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bom.kcql"
+    path.write_text("\ufeffINSERT INTO a SELECT * FROM t", encoding="utf-8")
+    assert cli.main(["kcql", "check", str(path)]) == 0
+    assert capsys.readouterr().out == "ok: 1 statement(s)\n"
+
+
+def test_check_connector_properties_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s3.properties"
+    path.write_text(
+        "# a Connect properties file\nname=s3\n"
+        "connector.class=io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector\n"
+        "connect.s3.kcql=INSERT INTO b:p SELECT * FROM t STOREAS `AVRO` WITH_FLUSH_COUNT = 5000; \\\n"
+        "  INSERT INTO b SELECT * FROM u\n",
+        encoding="utf-8",
+    )
+    assert cli.main(["kcql", "check", str(path)]) == 0
+    assert capsys.readouterr().out == "ok: 2 statement(s)\n"
+    path.write_text("name=s3\nconnect.s3.kcql=INSERT INTO b SELECT * FROM t STOREAS XML\n", encoding="utf-8")
+    assert cli.main(["kcql", "check", str(path)]) == 1
+    assert "line 1, column 39: Unsupported format - XML" in capsys.readouterr().err
+    path.write_text("name=s3\ntopics=t\n", encoding="utf-8")
+    assert cli.main(["kcql", "check", str(path)]) == 1
+    assert "properties file has no connect.s3.kcql" in capsys.readouterr().err
