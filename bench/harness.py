@@ -540,10 +540,10 @@ def ensure_quix_venv() -> Path:
 def run_quix(name: str, data: Dataset, fmt: str, bootstrap: str, workdir: Path) -> dict[str, Any]:
     """quix-streams ``LocalFileSink(format=fmt)`` over ``data`` in its own venv, timed inside it."""
     python = ensure_quix_venv()
-    out = workdir / name
+    # quix accepts only [a-zA-Z0-9 ._/] in the directory, so it gets a relative one under cwd=workdir
     workdir.mkdir(parents=True, exist_ok=True)
     cmd = [str(python), str(REPO / "bench" / "quix_sink.py"), "--bootstrap", bootstrap, "--topic", data.topic,
-           "--group", f"bench-{name}-{uuid.uuid4().hex[:6]}", "--directory", str(out), "--format", fmt,
+           "--group", f"bench-{name}-{uuid.uuid4().hex[:6]}", "--directory", name, "--format", fmt,
            "--count", str(data.records), "--state-dir", str(workdir / f"{name}-state")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir)
     rss = RssPoller(proc.pid)

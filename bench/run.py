@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import platform
 import pstats
 import shutil
@@ -70,7 +71,8 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
     root = work / "local"
     root.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"quick": quick, "started": datetime.now(UTC).isoformat(timespec="seconds"),
-                              "machine": f"{platform.machine()} {platform.python_version()}"}
+                              "machine": f"{platform.machine()} {platform.python_version()}",
+                              "loadavg_start": os.getloadavg()[0]}
     from sink.embedded import start_tansu
 
     broker = start_tansu()
@@ -172,6 +174,7 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         "spark_reader_ratio": spark_result["ratio"],
         "spark": spark_result,
         "profiles": profiles,
+        "loadavg_end": os.getloadavg()[0],
     })
     if keep is None:
         shutil.rmtree(work, ignore_errors=True)
@@ -198,7 +201,9 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool]]:
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = [f"bare confluent-kafka consume: {result['bare_consume_rps']:,.0f} records/s (~170 B JSON)", "",
+    load = f"1-min load average {result['loadavg_start']:.1f} at start, {result['loadavg_end']:.1f} at end"
+    bare = f"bare confluent-kafka consume: {result['bare_consume_rps']:,.0f} records/s (~170 B JSON)"
+    lines = [f"{bare}; {load}", "",
              f"{'run':<26}{'records':>9}{'rec/s':>10}{'MB/s':>8}{'x bare':>8}{'x quix':>8}{'RSS MB':>8}"]
     for r in result["runs"]:
         quix = f"{r['ratio_to_quix']:.2f}" if r["ratio_to_quix"] is not None else "-"
