@@ -270,14 +270,27 @@ def _spec(entry: Name) -> str:
 
 def _partitions(raw: RawStatement) -> list[PartitionField]:
     out: list[PartitionField] = []
-    seen: dict[str, Name] = {}
+    seen: set[tuple[str, tuple[str, ...]]] = set()
     for entry in raw.partitions:
         spec = _spec(entry)
-        if spec.lower() in seen:
+        field = _partition_field(raw, entry, spec)
+        identity = _identity(field)
+        if identity in seen:
             raise _error(raw, entry, f"The field {spec} appears twice in PARTITIONBY")
-        seen[spec.lower()] = entry
-        out.append(_partition_field(raw, entry, spec))
+        seen.add(identity)
+        out.append(field)
     return out
+
+
+def _identity(field: PartitionField) -> tuple[str, tuple[str, ...]]:
+    """What makes two PARTITIONBY entries the same directory level.
+
+    Field names compare case-insensitively (as Lenses), and ``a.b`` is ``_value.a.b``. A ``_date``
+    pattern is case-sensitive: ``_date.MM`` (month) and ``_date.mm`` (minute) are different levels.
+    """
+    if field.kind == "date":
+        return (field.kind, field.path)
+    return (field.kind, tuple(segment.lower() for segment in field.path))
 
 
 def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionField:
