@@ -76,6 +76,10 @@ def _bootstrap(args: argparse.Namespace, cfg: ConnectorConfig) -> str | None:
     return None
 
 
+MAX_TASKS = 256
+"""Upper bound of ``tasks.max``: every task is an OS process of this command."""
+
+
 def _tasks_max(cfg: ConnectorConfig, problems: list[ConfigProblem]) -> int:
     raw = cfg.props.get("tasks.max", "1")
     try:
@@ -85,6 +89,9 @@ def _tasks_max(cfg: ConnectorConfig, problems: list[ConfigProblem]) -> int:
         return 1
     if value < 1:
         problems.append(ConfigProblem("tasks.max", raw, "must be a whole number >= 1"))
+        return 1
+    if value > MAX_TASKS:  # each task is a process: an unbounded value would fork without limit
+        problems.append(ConfigProblem("tasks.max", raw, f"must be at most {MAX_TASKS} (one process each)"))
         return 1
     return value
 
