@@ -79,6 +79,11 @@ class Committer:
     ) -> None:
         """Run the five-step sequence for one file; raises :class:`FencedError` if we lost the partition."""
         bucket = index.bucket
+        if index.state.pending is not None:
+            # An earlier commit of this partition failed midway (a storage error, no crash): its
+            # file may already be visible, and the pending op is the only record of it. Finish it
+            # before a new pending op replaces it, or a replay would write those records again.
+            self.resolve_pending(index)
         temp_key = temp_prefix(self.connector, index.tp) + uuid.uuid4().hex
         etag = self.storage.put_file(bucket, temp_key, staging)
         self._step("after-upload")
@@ -120,6 +125,11 @@ class Committer:
 
     def recover(self, index: PartitionIndex) -> None:
         """After taking a partition over: finish or undo its pending commit, then remove stray temps."""
+        self.resolve_pending(index)
+        self.clean_temps(index.bucket, index.tp)
+
+    def resolve_pending(self, index: PartitionIndex) -> None:
+        """Finish (roll forward) or drop (roll back) the index's pending commit, if any."""
         bucket = index.bucket
         pending = index.state.pending
         if pending is not None:
@@ -136,7 +146,6 @@ class Committer:
                     index.tp, pending.final_key, index.state.committed_offset,
                 )
                 index.write(replace(index.state, pending=None))
-        self.clean_temps(bucket, index.tp)
 
     def clean_temps(self, bucket: str, tp: TopicPartition) -> None:
         """Delete every temporary upload of ``tp`` (only its owner calls this, after recovery)."""
