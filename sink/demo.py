@@ -187,20 +187,13 @@ def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
         _say(f"1. Kafka: embedded Tansu broker, pid {broker.pid}, on {broker.bootstrap}")
         storage = {"connect.storage": "local", "connect.local.root": str(data_dir.resolve())}
         if use_s3:
-            from sink.embedded import start_seaweedfs
+            from sink.embedded import make_client, start_seaweedfs
 
-            s3 = stack.enter_context(start_seaweedfs(data_dir / "seaweedfs"))
-            _say(f"   S3: embedded SeaweedFS, pid {s3.pid}, on {s3.endpoint}")
-            storage = {
-                "connect.storage": "s3",
-                "connect.s3.custom.endpoint": s3.endpoint,
-                "connect.s3.aws.auth.mode": "Credentials",
-                "connect.s3.aws.access.key": "demo",
-                "connect.s3.aws.secret.key": "demo-secret",
-                "connect.s3.aws.region": "us-east-1",
-                "connect.s3.vhost.bucket": "true",
-            }
-            s3.create_bucket("demo")
+            s3 = start_seaweedfs()
+            stack.callback(s3.stop)
+            _say(f"   S3: embedded SeaweedFS, pid {s3.process.pid}, on {s3.endpoint.url}")
+            storage = s3.endpoint.connect_config()
+            make_client(s3.endpoint).create_bucket(Bucket="demo")
         _say(f"2. Producing {records:,} orders as JSON into topic '{TOPIC}' (3 partitions)")
         ends = produce_orders(broker.bootstrap, records)
         config = {
@@ -234,8 +227,10 @@ def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
             except SinkError:
                 _say(f"   sink log ({log_path}):\n" + log_path.read_text(errors="replace")[-3000:])
                 raise
-        _say(f"4. Committed layout under {data_dir}/demo:")
-        if not use_s3:
+        if use_s3:
+            _say("4. Committed on S3 under s3://demo/orders/ (kcql-sink cat --config ... streams it back)")
+        else:
+            _say(f"4. Committed layout under {data_dir}/demo:")
             print_tree(data_dir / "demo")
         _say(f'5. Spark SQL: kcql-sink sql "{QUERY}" --config {config_path}')
         result = subprocess.run([*cli, "sql", QUERY, "--config", str(config_path)], check=False)

