@@ -191,6 +191,8 @@ def validate_config(config: Mapping[str, str | None]) -> list[ConfigProblem]:
     tasks_max = props.get("tasks.max", "1").strip()
     if not tasks_max.isdigit() or int(tasks_max) < 1:
         problems.append(ConfigProblem("tasks.max", tasks_max, "must be an integer of at least 1"))
+    elif int(tasks_max) > 256:  # one thread per task: an unbounded value would start threads without limit
+        problems.append(ConfigProblem("tasks.max", tasks_max, "must be at most 256 (one thread each)"))
     try:
         cfg = parse_connector_config(props)
     except ConfigError as exc:

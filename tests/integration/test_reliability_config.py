@@ -1,0 +1,107 @@
+"""The broken-config corpus (chaos/config_corpus.py) through ``kcql-sink run`` and the REST worker.
+
+Every case must be refused with a message naming the offending key (or KCQL position) and exit
+status 1 from the CLI, 400 from ``POST /connectors``; never a traceback, never a 5xx, never the
+secret value. The CLI gets an unreachable broker so a config wrongly accepted shows up as a hang
+(timeout) rather than as a running connector.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from chaos.config_corpus import CORPUS, KNOWN_DEFECTS, REST_KNOWN_DEFECTS, SECRET, BrokenConfig
+from tests.integration._worker_support import REPO, Worker
+
+
+def _run_cli(case: BrokenConfig, tmp_path) -> tuple[BrokenConfig, int | None, str]:
+    path = tmp_path / f"{case.id}.json"
+    path.write_text(json.dumps({"name": f"corpus-{case.id}", "config": case.props()}))
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sink.cli", "run", str(path), "--bootstrap-servers", "127.0.0.1:9"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return case, None, "TIMEOUT: the broken config was accepted"
+    return case, result.returncode, result.stdout + result.stderr
+
+
+def test_corpus_has_at_least_fifty_distinct_cases():
+    assert len(CORPUS) >= 50
+    assert len({c.id for c in CORPUS}) == len(CORPUS)
+
+
+def _cli_failures(cases: list[BrokenConfig], tmp_path) -> list[tuple]:
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda c: _run_cli(c, tmp_path), cases))
+    failures = []
+    for case, rc, out in results:
+        missing = [n for n in case.names if n not in out]
+        if rc != 1 or "Traceback" in out or SECRET in out or missing or "configuration problem" not in out:
+            failures.append((case.id, rc, missing, out[-600:]))
+    return failures
+
+
+def test_every_broken_config_exits_1_naming_the_key_without_traceback(tmp_path):
+    failures = _cli_failures([c for c in CORPUS if c.id not in KNOWN_DEFECTS], tmp_path)
+    assert not failures, "\n".join(map(str, failures))
+
+
+@pytest.mark.xfail(strict=True, reason="; ".join(KNOWN_DEFECTS.values()))
+def test_known_defects_are_refused_cleanly_too(tmp_path):
+    failures = _cli_failures([c for c in CORPUS if c.id in KNOWN_DEFECTS], tmp_path)
+    assert not failures, "\n".join(map(str, failures))
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory, kafka_bootstrap):
+    base = tmp_path_factory.mktemp("corpus-worker")
+    w = Worker(base / "state", kafka_bootstrap, base / "worker.log")
+    yield w
+    w.stop()
+
+
+def test_every_broken_config_is_a_400_from_the_rest_worker(worker):
+    failures = []
+    for case in (c for c in CORPUS if c.id not in REST_KNOWN_DEFECTS):
+        name = f"corpus-{case.id}"
+        props = {k: v for k, v in case.props().items() if k != "name"}
+        if case.id == "name-mismatch":
+            props["name"] = "another-name"
+        try:
+            resp = requests.post(worker.url("/connectors"), json={"name": name, "config": props}, timeout=20)
+        except requests.RequestException as exc:
+            failures.append((case.id, "no answer", repr(exc)[:200]))
+            continue
+        body = resp.text
+        if resp.status_code != 400 or "Traceback" in body or SECRET in body:
+            failures.append((case.id, resp.status_code, body[:400]))
+        if resp.status_code < 300:
+            worker.delete(f"/connectors/{name}")
+    assert not failures, "\n".join(map(str, failures))
+    assert worker.get("/connectors").json() == []
+    assert "Traceback" not in worker.log()
+
+
+@pytest.mark.xfail(strict=True, reason="; ".join(REST_KNOWN_DEFECTS.values()))
+def test_rest_known_defects_are_a_400_too(worker):
+    for case in (c for c in CORPUS if c.id in REST_KNOWN_DEFECTS):
+        props = {k: v for k, v in case.props().items() if k != "name"}
+        resp = worker.post("/connectors", json={"name": f"corpus-{case.id}", "config": props})
+        if resp.status_code < 300:
+            worker.delete(f"/connectors/corpus-{case.id}")
+        assert resp.status_code == 400, resp.text
