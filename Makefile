@@ -39,5 +39,12 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run $(if $(QUICK),--quick,--profile)
 
+# Full reliability run (docs/reliability.md): crash-chaos matrix, 200,000 records / 20 SIGKILLs in the
+# headline cell; summary in chaos/results/latest.json. Then the reliability tests (S3 faults, poison pills,
+# broken configs, hostile REST input). `make test` runs a fast subset of the same tests.
+chaos: $(STAMP)
+	$(PY) -m chaos $(CHAOS_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_reliability_*.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache demo-data

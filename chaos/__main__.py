@@ -1,0 +1,139 @@
+"""``python -m chaos`` (``make chaos``): the full crash-chaos matrix against real servers.
+
+Starts one Tansu broker and one SeaweedFS (stopped by PID at the end), runs every cell of
+flush {count, size, interval} x storage {local, s3} x {default layout, PARTITIONBY}, plus the
+headline cell (S3, PARTITIONBY, count flush) with ``--records`` records and ``--kills`` kills,
+prints a summary table and writes it to ``chaos/results/latest.json``. Exit status 1 if any
+cell lost, duplicated or invented a record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from chaos.crash import REPO, S3Target, Scenario, run_scenario
+from chaos.proxy import FaultProxy
+from sink.embedded import make_client, start_seaweedfs, start_tansu
+
+log = logging.getLogger("chaos")
+
+RESULTS = REPO / "chaos" / "results" / "latest.json"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The summary as a fixed-width text table."""
+    head = ("cell", "records", "kills", "in-flight", "checked", "lost", "dup", "files", "exit", "s", "ok")
+    lines = [
+        (
+            r["cell"],
+            r["records"],
+            sum(v for k, v in r["kills"].items() if k != "exited-before-kill"),
+            r["kills"].get("upload", 0) + r["kills"].get("index", 0),
+            r["checked"],
+            r["lost"],
+            r["duplicated"] + r["unexpected"],
+            r["files"],
+            r["final_exit"],
+            r["seconds"],
+            "yes" if r["ok"] else "NO",
+        )
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines, strict=False)]
+    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+    return "\n".join(fmt.format(*map(str, line)) for line in (head, *lines))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__)
+    parser.add_argument("--records", type=int, default=200_000, help="records of the headline cell")
+    parser.add_argument("--kills", type=int, default=20, help="SIGKILLs in the headline cell")
+    parser.add_argument("--cell-records", type=int, default=20_000, help="records of each matrix cell")
+    parser.add_argument("--cell-kills", type=int, default=4, help="SIGKILLs in each matrix cell")
+    parser.add_argument("--no-matrix", action="store_true", help="only the headline cell")
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    scenarios = [
+        Scenario(
+            flush="count",
+            storage="s3",
+            partition_by=True,
+            records=args.records,
+            partitions=4,
+            kills=args.kills,
+            kill_window=(2.0, 10.0),
+            drain_timeout=900,
+            seed=args.seed,
+            name="headline-s3-count-partitionby",
+        )
+    ]
+    if not args.no_matrix:
+        for i, (flush, storage, pby) in enumerate(
+            itertools.product(("count", "size", "interval"), ("local", "s3"), (False, True))
+        ):
+            scenarios.append(
+                Scenario(
+                    flush=flush,
+                    storage=storage,
+                    partition_by=pby,
+                    records=args.cell_records,
+                    kills=args.cell_kills,
+                    kill_window=(1.5, 7.0),
+                    seed=args.seed + i + 1,
+                )
+            )
+
+    began = datetime.now(UTC)
+    rows: list[dict[str, Any]] = []
+    broker = start_tansu()
+    weed = start_seaweedfs()
+    try:
+        with FaultProxy(weed.endpoint.url) as proxy, tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+            target = S3Target(weed.endpoint.connect_config(), make_client(weed.endpoint), proxy)
+            for scn in scenarios:
+                log.info("cell %s: %d records, %d kills", scn.name, scn.records, scn.kills)
+                row = run_scenario(scn, broker.bootstrap, Path(tmp), target if scn.storage == "s3" else None)
+                rows.append(row)
+                log.info(
+                    "cell %s: %s", scn.name, {k: row[k] for k in ("checked", "lost", "duplicated", "ok")}
+                )
+    finally:
+        weed.stop()
+        broker.stop()
+
+    summary = {
+        "started": began.isoformat(timespec="seconds"),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seed": args.seed,
+        "totals": {
+            "cells": len(rows),
+            "faults_injected": sum(r["faults_injected"] for r in rows),
+            "in_flight_kills": sum(r["kills"].get("upload", 0) + r["kills"].get("index", 0) for r in rows),
+            "records_checked": sum(r["checked"] for r in rows),
+            "lost": sum(r["lost"] for r in rows),
+            "duplicated": sum(r["duplicated"] for r in rows),
+            "unexpected": sum(r["unexpected"] for r in rows),
+            "all_ok": all(r["ok"] for r in rows),
+        },
+        "cells": [{k: v for k, v in r.items() if k != "workdir"} for r in rows],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    sys.stdout.write(f"{table(rows)}\n{json.dumps(summary['totals'])}\nsummary written to {args.out}\n")
+    return 0 if summary["totals"]["all_ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
