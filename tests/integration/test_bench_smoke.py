@@ -41,7 +41,7 @@ def test_bench_pieces_end_to_end(
 
     timing = h.spark_timing(spark, root, "avro_to_parquet_local", data.topic, repeats=1)
     assert timing["rows"] == 300 and timing["files"] == 6  # flush.count = half a partition
-    assert timing["ratio"] > 0
+    assert timing["ratio"] > 0 and timing["total_ratio"] > 0
 
 
 def test_committed_lasts_reads_the_default_layout_only() -> None:
@@ -59,7 +59,8 @@ def test_table_targets_and_chart(tmp_path: Path) -> None:
     runs[0]["ratio_to_quix"], runs[1]["ratio_to_quix"] = 5.0, 2.75
     result = {"quick": True, "bare_consume_rps": 200_000.0, "runs": runs, "rss_1000_partitions_mb": 300.0,
               "idle_visible_s": 2.5, "idle_flush_interval_s": 2, "spark_reader_ratio": 1.05,
-              "spark": {"reader_s": 1.05, "parquet_s": 1.0},
+              "spark": {"reader_s": 1.05, "parquet_s": 1.0, "reader_total_s": 1.5, "parquet_total_s": 1.2,
+                        "total_ratio": 1.25},
               "loadavg_start": 1.0, "loadavg_end": 1.5}
     checks = dict(bench_run.targets(result))
     assert list(checks.values()).count(False) == 1  # only JSON->PARQUET x quix (2.75 < 3)
