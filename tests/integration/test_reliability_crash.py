@@ -7,6 +7,8 @@ drains, and reads the storage back independently: every (topic, partition, offse
 
 from __future__ import annotations
 
+import pytest
+
 from chaos.crash import S3Target, Scenario, run_scenario
 from chaos.proxy import FaultProxy
 
@@ -18,12 +20,13 @@ def _check(row: dict) -> None:
 
 
 def test_sigkill_local_count_flush_keeps_every_offset_once(kafka_bootstrap, tmp_path):
-    scn = Scenario(flush="count", storage="local", records=5_000, kills=3, kill_window=(1.0, 6.0), seed=12)
+    scn = Scenario(flush="count", storage="local", records=5_000, kills=2, kill_window=(2.0, 6.0), seed=12)
     row = run_scenario(scn, kafka_bootstrap, tmp_path)
     _check(row)
-    assert sum(row["kills"].values()) - row["kills"].get("exited-before-kill", 0) == 3
+    assert row["kills"].get("exited-before-kill", 0) == 0, row  # every kill hit a live process
 
 
+@pytest.mark.chaos
 def test_sigkill_s3_mid_upload_and_mid_commit_with_partitionby(
     kafka_bootstrap, s3_endpoint, s3_client, tmp_path
 ):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from chaos.crash import S3Target, Scenario, drain, prepare, start_sink
 from chaos.proxy import FaultProxy, Rule
 
@@ -44,6 +46,7 @@ def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
     assert injected == {"slowdown": 3, "error500": 2, "reset": 3, "latency": 1, "partial": 1}
 
 
+@pytest.mark.chaos
 def test_retries_exhausted_stop_with_a_clear_error_and_a_restart_loses_nothing(
     kafka_bootstrap, s3_endpoint, s3_client, tmp_path
 ):
