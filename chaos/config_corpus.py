@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["BASE", "CORPUS", "KNOWN_DEFECTS", "REST_KNOWN_DEFECTS", "SECRET", "BrokenConfig"]
+__all__ = ["BASE", "CORPUS", "SECRET", "BrokenConfig"]
 
 SECRET = "corpus-secret-value-9f2c"  # noqa: S105 - a canary: must never appear in any output
 
@@ -237,20 +237,3 @@ CORPUS: tuple[BrokenConfig, ...] = (
     ),
     BrokenConfig("s3-secret-twice", {**_S3, "aws.secret.key": SECRET + "-other"}, names=("aws.secret.key",)),
 )
-
-#: Cases that still fail, with who owns the fix; the tests expect them to fail (strict xfail) so a
-#: fix is noticed and the case moves into the main run.
-KNOWN_DEFECTS: dict[str, str] = {
-    "consumer-override-bad": (
-        "sink/runtime.py builds the librdkafka Consumer outside the config validation: an invalid "
-        "consumer.override.* value ends in a KafkaException traceback (runtime engineer)"
-    ),
-}
-
-#: The same for ``POST /connectors`` on the REST worker.
-REST_KNOWN_DEFECTS: dict[str, str] = {
-    "consumer-override-bad": (
-        "the worker accepts an invalid consumer.override.* value (201); the task then FAILS with a "
-        "KafkaException trace instead of a 400 at validation (REST/runtime engineers)"
-    ),
-}

@@ -127,6 +127,29 @@ def consumer_config(cfg: ConnectorConfig, bootstrap: str) -> dict[str, Any]:
     return conf
 
 
+def consumer_override_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
+    """Check ``consumer.override.*`` values with librdkafka itself, before any task starts.
+
+    librdkafka validates every property when a client is created, so a throwaway consumer (never
+    subscribed, pointed at a closed loopback port) turns a bad override into a config problem
+    naming the key, instead of a KafkaException when the task starts.
+    """
+    overrides = {k: v for k, v in props.items() if k.startswith("consumer.override.")}
+    if not overrides:
+        return []
+    conf = {k[len("consumer.override.") :]: v for k, v in overrides.items()}
+    conf.update({"bootstrap.servers": "127.0.0.1:9", "group.id": "kcql-sink-validation", "log_level": 0})
+    try:
+        Consumer(conf).close()
+    except (KafkaException, TypeError, ValueError) as exc:
+        err = exc.args[0] if exc.args else exc
+        text = err.str() if isinstance(err, KafkaError) else str(err)
+        named = re.search(r'property:? "?([\w.]+)"?', text)
+        key = f"consumer.override.{named[1]}" if named else next(iter(overrides))
+        return [ConfigProblem(key, mask(key, props.get(key, "")), f"librdkafka rejects it: {text}")]
+    return []
+
+
 def resolve_subscription(
     props: Mapping[str, str], plans: Sequence[SinkPlan]
 ) -> tuple[list[str], list[ConfigProblem]]:
@@ -186,6 +209,7 @@ class SinkRuntime:
             resolve_subscription(cfg.props, self.plans) if self.plans else ([], [])
         )
         problems += sub_problems
+        problems += consumer_override_problems(cfg.props)
         if problems:
             raise ConfigError(problems)
         if task_factory is None:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from chaos.config_corpus import CORPUS, KNOWN_DEFECTS, REST_KNOWN_DEFECTS, SECRET, BrokenConfig
+from chaos.config_corpus import CORPUS, SECRET, BrokenConfig
 from tests.integration._worker_support import REPO, Worker
 
 
@@ -57,14 +57,9 @@ def _cli_failures(cases: list[BrokenConfig], tmp_path) -> list[tuple]:
 
 
 def test_every_broken_config_exits_1_naming_the_key_without_traceback(tmp_path):
-    failures = _cli_failures([c for c in CORPUS if c.id not in KNOWN_DEFECTS], tmp_path)
+    failures = _cli_failures(list(CORPUS), tmp_path)
     assert not failures, "\n".join(map(str, failures))
 
-
-@pytest.mark.xfail(strict=True, reason="; ".join(KNOWN_DEFECTS.values()))
-def test_known_defects_are_refused_cleanly_too(tmp_path):
-    failures = _cli_failures([c for c in CORPUS if c.id in KNOWN_DEFECTS], tmp_path)
-    assert not failures, "\n".join(map(str, failures))
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +72,7 @@ def worker(tmp_path_factory, kafka_bootstrap):
 
 def test_every_broken_config_is_a_400_from_the_rest_worker(worker):
     failures = []
-    for case in (c for c in CORPUS if c.id not in REST_KNOWN_DEFECTS):
+    for case in CORPUS:
         name = f"corpus-{case.id}"
         props = {k: v for k, v in case.props().items() if k != "name"}
         if case.id == "name-mismatch":
@@ -96,12 +91,3 @@ def test_every_broken_config_is_a_400_from_the_rest_worker(worker):
     assert worker.get("/connectors").json() == []
     assert "Traceback" not in worker.log()
 
-
-@pytest.mark.xfail(strict=True, reason="; ".join(REST_KNOWN_DEFECTS.values()))
-def test_rest_known_defects_are_a_400_too(worker):
-    for case in (c for c in CORPUS if c.id in REST_KNOWN_DEFECTS):
-        props = {k: v for k, v in case.props().items() if k != "name"}
-        resp = worker.post("/connectors", json={"name": f"corpus-{case.id}", "config": props})
-        if resp.status_code < 300:
-            worker.delete(f"/connectors/corpus-{case.id}")
-        assert resp.status_code == 400, resp.text
