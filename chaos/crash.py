@@ -228,12 +228,20 @@ def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = 
     return Cell(scn, topic, expected, config, work, bucket, s3 if scn.storage == "s3" else None)
 
 
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
 def drain(cell: Cell, bootstrap: str, log_path: Path, timeout: float) -> tuple[bool, int]:
     """Run the sink until every expected record is in storage, then SIGTERM it: (drained, exit code)."""
     proc = start_sink(cell.config, bootstrap, log_path)
     deadline = time.monotonic() + timeout
     drained = False
     try:
+        # SIGTERM before the runner installed its handlers would kill it (-15) and say nothing about
+        # a graceful stop: wait until it has joined the group, even when storage is already complete.
+        while time.monotonic() < deadline and proc.poll() is None and "assigned" not in _text(log_path):
+            time.sleep(0.2)
         while time.monotonic() < deadline and proc.poll() is None:
             seen, _files = cell.read()
             if all(seen[t] for t in cell.expected):
