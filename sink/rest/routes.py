@@ -76,6 +76,8 @@ class Api:
             return json.loads(raw)
         except ValueError as exc:
             raise RestError(400, f"Request body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise RestError(400, "Request body is nested too deeply to be a connector config") from None
 
     def _checked_config(
         self, name: str, config_in: Any, *, existing: dict[str, str] | None = None
@@ -97,7 +99,7 @@ class Api:
         if not cls:
             raise RestError(400, f"Connector config {_java_map(config)} contains no connector type")
         if plugins.resolve_class(cls) is None:
-            raise RestError(500, plugins.unknown_class_message(cls))
+            raise RestError(400, plugins.unknown_class_message(cls))  # Connect: 500; it is a bad request
         problems = plugins.validate_config(config)
         if problems:
             raise RestError(400, plugins.error_message_lines(problems))
@@ -355,13 +357,14 @@ class Api:
         if included is not None and plugins.resolve_class(included) != plugins.resolve_class(plugin):
             raise RestError(400, f"Included connector type {included} does not match request type {plugin}")
         if not included:
+            # Connect answers 500 here; a missing key is the caller's mistake, so we say 400.
             raise RestError(
-                500,
+                400,
                 "org.apache.kafka.connect.runtime.rest.errors.BadRequestException: "
                 f"Connector config {_java_map(config)} contains no connector type",
             )
         if plugins.resolve_class(included) is None:
-            raise RestError(500, plugins.unknown_class_message(included))
+            raise RestError(400, plugins.unknown_class_message(included))
         from starlette.concurrency import run_in_threadpool
 
         problems = await run_in_threadpool(plugins.validate_config, config)
