@@ -138,7 +138,7 @@ def consumer_override_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
     if not overrides:
         return []
     conf = {k[len("consumer.override.") :]: v for k, v in overrides.items()}
-    conf.update({"bootstrap.servers": "127.0.0.1:9", "group.id": "kcql-sink-validation", "log_level": 0})
+    conf.update({"bootstrap.servers": "127.0.0.1:9", "group.id": "kcql-sink-validation", "log_level": "0"})
     try:
         Consumer(conf).close()
     except (KafkaException, TypeError, ValueError) as exc:
