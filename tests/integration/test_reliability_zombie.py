@@ -15,10 +15,13 @@ import signal
 import time
 import uuid
 
+import pytest
+
 from chaos.crash import FAST_CONSUMER, produce, start_sink
 from chaos.reader import compare, read_local
 
 
+@pytest.mark.chaos  # ~40 s: `make chaos` runs it
 def test_thawed_zombie_is_fenced_and_only_the_new_owner_commits(kafka_bootstrap, topic_factory, tmp_path):
     topic = topic_factory("zombie")
     expected = produce(kafka_bootstrap, topic, 3_000, 1)
