@@ -61,7 +61,6 @@ def test_every_broken_config_exits_1_naming_the_key_without_traceback(tmp_path):
     assert not failures, "\n".join(map(str, failures))
 
 
-
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory, kafka_bootstrap):
     base = tmp_path_factory.mktemp("corpus-worker")
@@ -90,4 +89,3 @@ def test_every_broken_config_is_a_400_from_the_rest_worker(worker):
     assert not failures, "\n".join(map(str, failures))
     assert worker.get("/connectors").json() == []
     assert "Traceback" not in worker.log()
-
