@@ -237,8 +237,12 @@ def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
         if result.returncode != 0:
             return result.returncode
     _say(
-        f"Done in {time.monotonic() - started:.0f} s. Everything started was stopped. "
-        f"Output stays in {data_dir}/ (make clean removes it)."
+        f"Done in {time.monotonic() - started:.0f} s. Everything started was stopped; "
+        + (
+            "the S3 data went with SeaweedFS."
+            if use_s3
+            else f"output stays in {data_dir}/ (make clean removes it)."
+        )
     )
     return 0
 
