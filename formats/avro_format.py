@@ -22,7 +22,7 @@ from fastavro.write import Writer
 from formats._file import StagingWriter
 from formats._rows import RowBuilder
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
-from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS, check_codec, extension_for
+from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
 from formats.schema_inference import rename_for_avro
 
 if TYPE_CHECKING:
@@ -206,12 +206,7 @@ class AvroFormat(FileFormat):
 
     def __init__(self, settings: FormatSettings) -> None:
         super().__init__(settings)
-        self._codec = check_codec(settings.format, settings.codec, settings.level)
         _check_codec_available(self._codec)
-
-    @property
-    def extension(self) -> str:
-        return extension_for(self.settings.format, self._codec)
 
     def open(self, path: Path) -> FormatWriter:
         return AvroWriter(path, self.settings, self._codec)

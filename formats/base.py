@@ -88,13 +88,20 @@ class FileFormat(ABC):
     """A STOREAS format: names its files and opens writers."""
 
     def __init__(self, settings: FormatSettings) -> None:
+        # formats.codecs imports this module, hence the import here (once per format, not per record)
+        from formats.codecs import check_codec
+
         self.settings = settings
+        self._codec = check_codec(settings.format, settings.codec, settings.level)
+        """The codec's canonical name; a codec the format cannot write is a FormatError here."""
 
     @property
-    @abstractmethod
     def extension(self) -> str:
         """File extension without the dot, as Lenses names it (``json``, ``gz`` for gzipped JSON,
         ``avro``, ``parquet``, ``csv``, ``text``, ``bytes``)."""
+        from formats.codecs import extension_for
+
+        return extension_for(self.settings.format, self._codec)
 
     @abstractmethod
     def open(self, path: Path) -> FormatWriter:

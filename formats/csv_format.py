@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from formats._file import StagingWriter
 from formats.avro_schemas import non_null_branch
 from formats.base import FileFormat, FormatSettings, FormatWriter, RecordFormatError
-from formats.codecs import check_codec, extension_for
 from formats.json_values import dumps
 from formats.schema_evolution import Decision, SchemaEvolution
 from kcql.model import StoreFormat
@@ -135,14 +134,6 @@ class CsvWriter(StagingWriter):
 
 class CsvFormat(FileFormat):
     """CSV (``csv`` extension), with a header line for CSV_WITHHEADERS."""
-
-    def __init__(self, settings: FormatSettings) -> None:
-        super().__init__(settings)
-        check_codec(settings.format, settings.codec, settings.level)
-
-    @property
-    def extension(self) -> str:
-        return extension_for(self.settings.format)
 
     def open(self, path: Path) -> FormatWriter:
         return CsvWriter(path, self.settings, self.settings.format is StoreFormat.CSV_WITHHEADERS)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from formats._file import StagingWriter
 from formats.base import FileFormat, FormatSettings, FormatWriter, RecordFormatError
-from formats.codecs import DEFAULT_LEVELS, check_codec, extension_for
+from formats.codecs import DEFAULT_LEVELS
 from formats.envelope import json_envelope
 from formats.json_values import dumps
 
@@ -114,14 +114,6 @@ class JsonWriter(StagingWriter):
 
 class JsonFormat(FileFormat):
     """JSON lines; GZIP (``gz`` extension) or UNCOMPRESSED."""
-
-    def __init__(self, settings: FormatSettings) -> None:
-        super().__init__(settings)
-        self._codec = check_codec(settings.format, settings.codec, settings.level)
-
-    @property
-    def extension(self) -> str:
-        return extension_for(self.settings.format, self._codec)
 
     def open(self, path: Path) -> FormatWriter:
         return JsonWriter(path, self.settings, self._codec)

@@ -26,7 +26,7 @@ from formats._file import StagingWriter
 from formats._rows import RowBuilder
 from formats.arrow_schema import avro_to_arrow, value_column_schema
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
-from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS, check_codec, extension_for
+from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
 
 if TYPE_CHECKING:
     from sink.record import SinkRecord
@@ -257,14 +257,9 @@ class ParquetFormat(FileFormat):
 
     def __init__(self, settings: FormatSettings) -> None:
         super().__init__(settings)
-        self._codec = check_codec(settings.format, settings.codec, settings.level)
         name = PARQUET_CODECS[self._codec]
         if name != "none" and not pa.Codec.is_available(name):
             raise FormatError(f"PARQUET codec {self._codec} is not available in this pyarrow build")
-
-    @property
-    def extension(self) -> str:
-        return extension_for(self.settings.format, self._codec)
 
     def open(self, path: Path) -> FormatWriter:
         return ParquetWriter(path, self.settings, self._codec)

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from formats._file import StagingWriter
-from formats.base import FileFormat, FormatSettings, FormatWriter, RecordFormatError
-from formats.codecs import check_codec, extension_for
+from formats.base import FileFormat, FormatWriter, RecordFormatError
 
 if TYPE_CHECKING:
     from sink.record import SinkRecord
@@ -55,14 +54,6 @@ class TextWriter(StagingWriter):
 
 class TextFormat(FileFormat):
     """Plain text, one string value per line."""
-
-    def __init__(self, settings: FormatSettings) -> None:
-        super().__init__(settings)
-        check_codec(settings.format, settings.codec, settings.level)
-
-    @property
-    def extension(self) -> str:
-        return extension_for(self.settings.format)
 
     def open(self, path: Path) -> FormatWriter:
         return TextWriter(path)
