@@ -193,6 +193,7 @@ def bare_consume(bootstrap: str, data: Dataset, batch_size: int = 2000) -> dict[
         "group.protocol": "classic",
         "partition.assignment.strategy": "range",
         "fetch.wait.max.ms": 100,
+        "fetch.queue.backoff.ms": 10,
         "topic.metadata.refresh.interval.ms": 5000,
         "session.timeout.ms": 6000,
     }

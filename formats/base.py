@@ -65,6 +65,16 @@ class FormatWriter(ABC):
         raises :class:`RecordFormatError` with its index.
         """
 
+    def write_lines(self, data: bytes, count: int) -> bool:
+        """Append ``count`` records given as one-line JSON objects joined by ``\\n``, or refuse.
+
+        The batch fast path for schemaless JSON (:mod:`sink.json_lines`): a writer that can take
+        the block whole, exactly as :meth:`write` would have taken the parsed records, appends it
+        and returns True. Otherwise it writes nothing and returns False, and the caller hands the
+        same records to :meth:`write` one by one. The default refuses.
+        """
+        return False
+
     @property
     @abstractmethod
     def bytes_written(self) -> int:

@@ -95,6 +95,15 @@ class JsonWriter(StagingWriter):
                 self._count += len(lines)
         return len(lines)
 
+    def write_lines(self, data: bytes, count: int) -> bool:
+        # without the envelope a schemaless JSON record is written as its one-line text anyway
+        if self._envelope is not None:
+            return False
+        self._emit(data)
+        self._emit(b"\n")
+        self._count += count
+        return True
+
     def _emit(self, data: bytes) -> None:
         if self._deflate is None:
             self._file.write(data)

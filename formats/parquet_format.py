@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import fastavro
 import pyarrow as pa
+import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
 
@@ -41,6 +42,32 @@ _EAGER_ROWS = 64
 """Calls with at least this many rows are converted at once; smaller ones are validated and batched."""
 _ROW_ESTIMATE = 100
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
+_LINE_TYPES = frozenset(("long", "double", "string", "boolean"))
+"""Inferred field types whose Arrow JSON parsing matches ``json.loads`` + ``from_pylist`` exactly
+(a JSON integer in a ``double`` column becomes a double in both; a field always null so far,
+Avro ``null``, is excluded: a later text there rolls the file on the per-record path)."""
+
+
+def _line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
+    """Arrow JSON parse options for a file of flat inferred records, or None when not flat."""
+    if not isinstance(avro, dict) or avro.get("type") != "record":
+        return None
+    fields = []
+    for field in avro["fields"]:
+        kind = field["type"]
+        if isinstance(kind, list):
+            branches = [b for b in kind if b != "null"]
+            if len(branches) != 1:
+                return None
+            kind = branches[0]
+        if not isinstance(kind, str) or kind not in _LINE_TYPES:
+            return None
+        fields.append(field["name"])
+    if len(set(fields)) != len(fields):
+        return None
+    return pa_json.ParseOptions(
+        explicit_schema=avro_to_arrow(avro), unexpected_field_behavior="error", newlines_in_values=False
+    )
 
 
 class ParquetWriter(StagingWriter):
@@ -67,6 +94,8 @@ class ParquetWriter(StagingWriter):
         self._validators: tuple[tuple[str | None, Any], ...] = ()
         self._small: list[Any] = []
         self._small_records: list[SinkRecord] = []
+        self._lines: pa_json.ParseOptions | None = None
+        """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
 
     def write(self, records: Sequence[SinkRecord]) -> int:
         rows: list[Any] = []
@@ -158,6 +187,8 @@ class ParquetWriter(StagingWriter):
         self._validators = tuple(
             (part, fastavro.parse_schema(schema)) for part, schema in self._rows.given_parts()
         )
+        if self._settings.envelope is None and self._rows.value.mode == "inferred" and not self._wrap:
+            self._lines = _line_parse_options(avro)
         rows, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
         self._count -= len(rows)
@@ -182,6 +213,32 @@ class ParquetWriter(StagingWriter):
                 ) from exc
             raise  # pragma: no cover - the batch failed but no single row does
         self._add(batch)
+
+    def write_lines(self, data: bytes, count: int) -> bool:
+        """Parse the block with Arrow's JSON reader against the frozen schema, or refuse it.
+
+        Refused (nothing written) before the schema is frozen, for schemas that are not flat
+        inferred records, and for any block Arrow does not parse into exactly ``count`` rows of
+        that schema: a missing/extra/retyped field, a number out of range, a malformed line. The
+        per-record path then decides those records exactly as always (roll, error policy).
+        """
+        options = self._lines
+        if options is None:
+            return False
+        try:
+            table = pa_json.read_json(
+                pa.py_buffer(data),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                parse_options=options,
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return False
+        if table.num_rows != count or not table.schema.equals(self._schema):
+            return False
+        self._convert_small()  # rows of earlier small calls come first
+        for batch in table.to_batches():
+            self._add(batch)
+        return True
 
     def _first_bad(self, rows: list[Any]) -> int:
         for index, row in enumerate(rows):

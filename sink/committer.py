@@ -66,7 +66,7 @@ class Committer:
 
     def commit_direct(self, bucket: str, staging: Path, final_key: str) -> None:
         """Exactly-once disabled: one upload straight to the final key (Kafka offsets decide replays)."""
-        self.storage.put_file(bucket, final_key, staging)
+        self.storage.put_file(bucket, final_key, staging, adopt=True)
 
     def commit_exactly_once(
         self,
@@ -85,7 +85,7 @@ class Committer:
             # before a new pending op replaces it, or a replay would write those records again.
             self.resolve_pending(index)
         temp_key = temp_prefix(self.connector, index.tp) + uuid.uuid4().hex
-        etag = self.storage.put_file(bucket, temp_key, staging)
+        etag = self.storage.put_file(bucket, temp_key, staging, adopt=True)
         self._step("after-upload")
         pending = PendingCommit(temp_key, final_key, last_offset, path, etag, committed_after)
         try:

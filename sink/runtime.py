@@ -23,12 +23,14 @@ group ``connect-<name>`` (the group Kafka Connect would use), as a Connect worke
 
 from __future__ import annotations
 
+import codecs
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
@@ -40,13 +42,17 @@ from sink.config_files import ConnectorConfig, mask
 from sink.converters import (
     BYTES_CONVERTER,
     JSON_CONVERTER,
+    ByteArrayConverter,
     ConversionError,
+    JsonConverter,
     RecordConverter,
+    StringConverter,
     build_converter,
     needs_parsed_value,
 )
 from sink.dlq import DeadLetterQueue
 from sink.errors_policy import parse_error_settings
+from sink.json_lines import json_lines
 from sink.record import SinkRecord, TopicPartition
 
 
@@ -69,6 +75,10 @@ schemas; a sink needs some default, and bytes-for-keys / JSON-for-values reads t
 topics without failing on a non-JSON key."""
 
 
+SLOW_SLICE = 500
+"""Messages converted one by one before the JSON-lines fast path is tried again (see
+:meth:`SinkRuntime._process_run`): half of the rows a Parquet file buffers before fixing its schema."""
+
 RETRIABLE_CONVERSION_PAUSE = 2.0
 """Seconds to wait before re-reading a partition whose record could not be converted for a
 retriable reason (Schema Registry unreachable); ``connect.s3.retry.interval`` when shorter."""
@@ -82,6 +92,40 @@ def _tp(msg: Message) -> TopicPartition:
 def _next(msg: Message) -> int:
     """The offset after a consumed (non-error) message: what committing it means."""
     return (msg.offset() or 0) + 1
+
+
+_error = Message.error
+_topic = Message.topic
+_partition = Message.partition
+
+
+def _runs(messages: list[Message]) -> Iterator[tuple[str, int, list[Message]]]:
+    """Split a consumed batch into runs of consecutive messages of one topic partition.
+
+    librdkafka hands out each fetched partition's messages together, so a batch is a few long
+    runs; the grouping runs in C (``groupby`` with a method descriptor as key).
+    """
+    for partition, group in groupby(messages, key=_partition):
+        run = list(group)
+        if len(set(map(_topic, run))) == 1:
+            yield run[0].topic() or "", partition or 0, run
+        else:  # several topics subscribed, same partition number in a row
+            for topic, sub in groupby(run, key=_topic):
+                yield topic or "", partition or 0, list(sub)
+
+
+def _lines_key_check(converter: RecordConverter | None) -> bool | None:
+    """Whether the JSON-lines fast path applies to this converter pair, and if so whether keys
+    must be checked: ``None`` (no fast path: values are not schemaless JSON, or the key converter
+    could reject a key in a way the fast path does not check), ``False`` (bytes keys, nothing can
+    fail) or ``True`` (UTF-8 text keys: each must decode)."""
+    if converter is None or type(converter.value) is not JsonConverter or converter.value.schemas_enable:
+        return None
+    if type(converter.key) is ByteArrayConverter:
+        return False
+    if type(converter.key) is StringConverter and codecs.lookup(converter.key.encoding).name == "utf-8":
+        return True
+    return None
 
 
 class TaskFailedError(SinkError):
@@ -118,6 +162,10 @@ def consumer_config(cfg: ConnectorConfig, bootstrap: str) -> dict[str, Any]:
         "group.protocol": "classic",
         "partition.assignment.strategy": "range",
         "fetch.wait.max.ms": 100,
+        # librdkafka (2.x) postpones a partition's next fetch by this much whenever its local
+        # queue is over queued.min.messages; at the default 1000 ms a sink that writes slower
+        # than Kafka delivers stalls for up to a second at a time with nothing to do
+        "fetch.queue.backoff.ms": 10,
         "topic.metadata.refresh.interval.ms": 5000,
         "client.id": f"kcql-sink-{cfg.name}",
     }
@@ -205,6 +253,9 @@ class SinkRuntime:
         self.errors, error_problems = parse_error_settings(cfg.props)
         problems += error_problems
         self.converter = self._build_converter(problems)
+        self._lines_keys = _lines_key_check(self.converter)
+        """Fast path for one-line JSON values (see :func:`_lines_key_check`)."""
+        self._lines_topics: dict[str, bool] = {}
         self.subscription, sub_problems = (
             resolve_subscription(cfg.props, self.plans) if self.plans else ([], [])
         )
@@ -324,6 +375,23 @@ class SinkRuntime:
             self._shutdown()
 
     def _process(self, messages: list[Message]) -> None:
+        if any(map(_error, messages)):
+            messages = self._without_errors(messages)
+        if not messages:
+            return
+        blocked: set[TopicPartition] = set()
+        if self._lines_keys is None:
+            self._process_records(messages, blocked)
+        else:
+            for topic, partition, run in _runs(messages):
+                tp = TopicPartition(topic, partition)
+                if tp not in self.assigned or tp in blocked:
+                    continue  # fetched before a revocation completed / behind a record to retry
+                self._process_run(tp, run, blocked)
+        if blocked:
+            time.sleep(min(self.errors.retry_interval_ms / 1000, RETRIABLE_CONVERSION_PAUSE))
+
+    def _without_errors(self, messages: list[Message]) -> list[Message]:
         good: list[Message] = []
         for msg in messages:
             err = msg.error()
@@ -335,11 +403,57 @@ class SinkRuntime:
                 raise TaskFailedError(f"the Kafka consumer failed: {err.str()}")
             else:
                 log.warning("consumer error (will retry): %s", err.str())
-        if not good:
+        return good
+
+    def _process_run(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> None:
+        """One partition's messages: as blocks of JSON lines where the task takes them, else one by one.
+
+        What a block cannot take (a tombstone or a multi-line value in it, a Parquet file whose
+        schema is not fixed yet) goes through the per-record path a slice at a time, and the fast
+        path is tried again after each slice: a Parquet file fixes its schema after its first
+        rows, and a bad record is usually alone.
+        """
+        accepts = self._lines_topics.get(tp.topic)
+        if accepts is None:
+            # optional: a task with only Connect's lifecycle methods gets SinkRecords, as always
+            probe = getattr(self.task, "accepts_lines", None)
+            accepts = self._lines_topics[tp.topic] = bool(probe is not None and probe(tp.topic))
+        if not accepts:
+            self._process_records(run, blocked)
             return
+        while run:
+            done = self._put_lines(tp, run, blocked)
+            if tp in blocked:
+                return
+            if done:
+                run = run[done:]
+                if not run:
+                    return
+            self._process_records(run[:SLOW_SLICE], blocked)
+            if tp in blocked:
+                return
+            run = run[SLOW_SLICE:]
+
+    def _put_lines(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> int:
+        """Put ``run`` as one block of JSON lines; returns how many messages were written (a prefix)."""
+        block = json_lines(tp.topic, tp.partition, run, check_keys=bool(self._lines_keys))
+        if block is None:
+            return 0
+        try:
+            done = self.task.put_lines(block)  # type: ignore[attr-defined]
+        except SinkError as exc:
+            self._storage_failure(exc, {tp})
+            blocked.add(tp)
+            return 0
+        if done:
+            self.positions[tp] = _next(run[done - 1])
+            self.records_in += done
+        return done
+
+    def _process_records(self, good: list[Message], blocked: set[TopicPartition]) -> None:
+        """Convert messages one by one into SinkRecords, applying the error policy, and put them."""
         assert self.converter is not None  # noqa: S101 - checked at construction
         records = []
-        blocked: set[TopicPartition] = set()
         tps: dict[tuple[str | None, int | None], TopicPartition] = {}  # one object per partition
         for msg in good:
             tp_key = (msg.topic(), msg.partition())
@@ -380,12 +494,9 @@ class SinkRuntime:
                     continue
             records.append((msg, record))
         self._put(records)
-        if blocked:
-            time.sleep(min(self.errors.retry_interval_ms / 1000, RETRIABLE_CONVERSION_PAUSE))
 
     def _put(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
         """Hand records to the task; a bad record is isolated, reported, and the rest retried."""
-        attempts = 0
         while pairs:
             try:
                 self.task.put([rec for _, rec in pairs])
@@ -400,22 +511,23 @@ class SinkRuntime:
                         self._note_positions(pairs[:index])
                         pairs = pairs[index + 1 :]
                         continue
-                if not (exc.retriable and self.errors.retry_storage and attempts < self.errors.max_retries):
-                    raise
-                attempts += 1
-                log.warning(
-                    "storage error, rewinding to the last commit and retrying (%d/%d) in %d ms: %s",
-                    attempts,
-                    self.errors.max_retries,
-                    self.errors.retry_interval_ms,
-                    exc,
-                )
-                time.sleep(self.errors.retry_interval_ms / 1000)
-                self._rewind({_tp(m) for m, _ in pairs})
+                self._storage_failure(exc, {_tp(m) for m, _ in pairs})
                 return  # the consumer re-delivers from the rewound positions
             else:
                 self._note_positions(pairs)
                 return
+
+    def _storage_failure(self, exc: SinkError, tps: set[TopicPartition]) -> None:
+        """Rewind ``tps`` to their last commit after a retriable storage error, or raise ``exc``."""
+        if not (exc.retriable and self.errors.retry_storage and self.errors.max_retries > 0):
+            raise exc
+        log.warning(
+            "storage error, rewinding to the last commit and retrying in %d ms: %s",
+            self.errors.retry_interval_ms,
+            exc,
+        )
+        time.sleep(self.errors.retry_interval_ms / 1000)
+        self._rewind(tps)
 
     def _note_positions(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
         # offsets rise within a partition, so only each partition's last message sets its position

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from formats import FormatError, get_format, settings_for_plan
 from kcql.errors import ConfigError, SinkError
+from kcql.model import StoreFormat
 from partitioners import Partitioner, PartitionError, object_key
 from sink.committer import COMMIT_STEPS, Committer, FaultHook
 from sink.config import ConnectorSettings, parse_settings
@@ -52,6 +53,7 @@ from sink.writers import PartitionWriter, WriterKey, WriterPool
 if TYPE_CHECKING:
     from formats.base import FileFormat
     from kcql.model import SinkPlan
+    from sink.json_lines import JsonLines
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
 
@@ -228,6 +230,74 @@ class SinkTask:
                 self._put_topic(records[start:end] if start or end < count else records)
                 start = end
             self._enforce_staging_budget()
+
+    def accepts_lines(self, topic: str) -> bool:
+        """Whether :meth:`put_lines` can take blocks of ``topic``: its statement writes JSON or
+        PARQUET without the envelope, into a path that depends only on the topic partition."""
+        try:
+            plan = self._plan_for(topic)
+        except SinkError:
+            return False
+        return (
+            plan.envelope is None
+            and self._partitioners[plan].is_default
+            and plan.format in (StoreFormat.JSON, StoreFormat.PARQUET)
+        )
+
+    def put_lines(self, block: JsonLines) -> int:
+        """Write a block of one-line JSON values (the fast path of :mod:`sink.json_lines`).
+
+        Returns how many of the block's records were written: a prefix, possibly empty, when the
+        file's format refuses the rest (see :meth:`FormatWriter.write_lines`). The caller puts
+        the remaining records through :meth:`put`, which decides each one as usual. Replays
+        (records already committed) are never taken here.
+
+        Raises:
+            FencedError: another task owns the partition now (its writers were dropped).
+            StorageError: a commit failed (``retriable`` says whether to try again).
+        """
+        self._started()
+        with self._lock:
+            self._raise_timer_error()
+            tp = TopicPartition(block.topic, block.partition)
+            state = self._partitions.get(tp)
+            if state is None:
+                return 0  # put() raises the error that names it
+            plan = state.plan
+            try:
+                path = self._partitioners[plan].path_for(
+                    SinkRecord(block.topic, block.partition, block.first_offset)
+                )
+            except PartitionError:
+                return 0
+            if block.first_offset <= state.skip_threshold(path):
+                return 0
+            key: WriterKey = (block.topic, block.partition, path)
+            writer = self._pool.get(key)
+            done, total = 0, len(block)
+            while done < total:
+                if writer is not None and writer.finished:  # a commit failed earlier: retry it first
+                    self._commit_writer(writer, "retry")
+                    writer = None
+                if writer is None:
+                    writer = self._open_writer(plan, key)
+                room = writer.policy.room(writer.record_count)
+                if room <= 0:
+                    self._commit_writer(writer, "count")
+                    writer = None
+                    continue
+                chunk = block.tail(done).head(room)
+                if not writer.write_lines(chunk):
+                    break
+                done += len(chunk)
+                state.high = max(state.high, chunk.last_offset)
+                reason = writer.due(time.monotonic())
+                if reason is not None:
+                    self._commit_writer(writer, reason)
+                    writer = None
+            if done:
+                self._enforce_staging_budget()
+            return done
 
     def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         """The next offset safe to commit to Kafka for each given partition we own.

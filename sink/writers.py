@@ -26,6 +26,7 @@ from sink.record import SinkRecord, TopicPartition
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
     from sink.flush_policy import FlushPolicy, FlushReason
+    from sink.json_lines import JsonLines
 
 __all__ = ["PartitionWriter", "WriterKey", "WriterPool"]
 
@@ -89,6 +90,19 @@ class PartitionWriter:
             raise
         self._account(records[:written])
         return written
+
+    def write_lines(self, block: JsonLines) -> bool:
+        """Append a block of JSON lines whole (see :meth:`FormatWriter.write_lines`), or refuse it."""
+        if not self._format_writer.write_lines(block.data, len(block)):
+            return False
+        if self.first_offset is None:
+            self.first_offset = block.first_offset
+        self.last_offset = block.last_offset
+        low, high = block.timestamps()
+        if low is not None and high is not None:
+            self.min_ts = low if self.min_ts is None else min(self.min_ts, low)
+            self.max_ts = high if self.max_ts is None else max(self.max_ts, high)
+        return True
 
     def _account(self, records: Sequence[SinkRecord]) -> None:
         if not records:

@@ -138,9 +138,14 @@ class Storage(ABC):
 
     @abstractmethod
     def put_file(
-        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None
+        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None,
+        adopt: bool = False,
     ) -> str:
-        """Upload a local file (multipart when large) and return the new object's etag."""
+        """Upload a local file (multipart when large) and return the new object's etag.
+
+        ``adopt``: the caller hands the (complete, fsynced) file over and will only delete it, never
+        change it; a backend on the same file system may then link it instead of copying its bytes.
+        """
 
     @abstractmethod
     def put_bytes(

@@ -184,7 +184,8 @@ class S3Storage(Storage):
             ) from None
 
     def put_file(
-        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None
+        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None,
+        adopt: bool = False,
     ) -> str:
         conditions = self._conditions(if_none_match, if_match)
         with map_exceptions(f"put {self.uri(bucket, key)}", _classify):

@@ -61,7 +61,8 @@ class MemoryStorage(Storage):
         return etag
 
     def put_file(
-        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None
+        self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None,
+        adopt: bool = False,
     ) -> str:
         return self._store(key, Path(path).read_bytes(), if_none_match, if_match)
 
