@@ -11,12 +11,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kcql.errors import SinkError
 from kcql.model import EnvelopeFields, StoreFormat
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from sink.record import SinkRecord
 
 __all__ = ["FileFormat", "FormatError", "FormatSettings", "FormatWriter", "RecordFormatError"]
@@ -72,6 +74,15 @@ class FormatWriter(ABC):
         the block whole, exactly as :meth:`write` would have taken the parsed records, appends it
         and returns True. Otherwise it writes nothing and returns False, and the caller hands the
         same records to :meth:`write` one by one. The default refuses.
+        """
+        return False
+
+    def write_batch(self, batch: pa.RecordBatch, schema: Any) -> bool:
+        """Append an Arrow batch of records whose values were written with Avro ``schema``, or refuse.
+
+        The batch fast path for Confluent Avro (:mod:`sink.avro_block`); same contract as
+        :meth:`write_lines`: take it whole exactly as :meth:`write` would have taken the records,
+        or write nothing and return False. The default refuses.
         """
         return False
 

@@ -28,6 +28,7 @@ from formats._rows import RowBuilder
 from formats.arrow_schema import avro_to_arrow, value_column_schema
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
 from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
+from formats.schema_evolution import Decision
 
 if TYPE_CHECKING:
     from sink.record import SinkRecord
@@ -238,6 +239,23 @@ class ParquetWriter(StagingWriter):
         self._convert_small()  # rows of earlier small calls come first
         for batch in table.to_batches():
             self._add(batch)
+        return True
+
+    def write_batch(self, batch: pa.RecordBatch, schema: Any) -> bool:
+        """Append a decoded Avro batch when the file's schema is that very value schema."""
+        value = self._rows.value
+        if (
+            self._schema is None
+            or self._settings.envelope is not None
+            or value.mode != "given"
+            or self._wrap
+            or self._uuids
+            or value.evolution.decide(schema) is not Decision.SAME
+            or not batch.schema.equals(self._schema)
+        ):
+            return False
+        self._convert_small()  # rows of earlier small calls come first
+        self._add(batch)
         return True
 
     def _first_bad(self, rows: list[Any]) -> int:

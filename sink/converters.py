@@ -386,6 +386,7 @@ class AvroConverter:
         conf.update({k: v for k, v in (client_config or {}).items() if k in _REGISTRY_CLIENT_KEYS})
         self._client = SchemaRegistryClient(conf)
         self._schemas: dict[int, tuple[Schema, Any]] = {}
+        self._columns: dict[int, tuple[Schema, Any, Any] | None] = {}
 
     def _schema(self, schema_id: int) -> tuple[Schema, Any]:
         hit = self._schemas.get(schema_id)
@@ -408,6 +409,24 @@ class AvroConverter:
             writer = json.loads(registered.schema_str)
             hit = (writer, fastavro.parse_schema(writer))
             self._schemas[schema_id] = hit
+        return hit
+
+    def columns(self, schema_id: int) -> tuple[Schema, Any, Any] | None:
+        """``(writer schema, flat fields, Arrow schema)`` for decoding values of ``schema_id``
+        column by column (:mod:`sink.avro_block`), or ``None`` when the schema is not a flat record.
+
+        Raises:
+            ValueError, RegistryUnavailable: as :meth:`convert` for that schema id.
+        """
+        hit = self._columns.get(schema_id, False)
+        if hit is False:
+            from formats.arrow_schema import avro_to_arrow
+            from formats.avro_columns import flat_fields
+
+            writer, _parsed = self._schema(schema_id)
+            fields = flat_fields(writer)
+            hit = None if fields is None else (writer, fields, avro_to_arrow(writer))
+            self._columns[schema_id] = hit
         return hit
 
     def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:

@@ -20,67 +20,47 @@ changes what is written, only how fast.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Message
+
+from sink.blocks import MessageBlock, keys_are_text
+
+if TYPE_CHECKING:
+    from formats.base import FormatWriter
 
 __all__ = ["JsonLines", "json_lines"]
 
 _value = Message.value
-_key = Message.key
-_timestamp = Message.timestamp
 
 
-class JsonLines:
+class JsonLines(MessageBlock):
     """Consecutive messages of one topic partition whose values are one-line JSON objects.
 
     Attributes:
-        topic, partition: where the messages come from.
-        messages: the confluent-kafka messages, in offset order.
         data: their values joined by ``\\n`` (no trailing newline).
     """
 
-    __slots__ = ("data", "messages", "partition", "topic")
+    __slots__ = ("data",)
 
     def __init__(self, topic: str, partition: int, messages: Sequence[Message], data: bytes) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.messages = messages
+        super().__init__(topic, partition, messages)
         self.data = data
 
-    def __len__(self) -> int:
-        return len(self.messages)
-
-    @property
-    def first_offset(self) -> int:
-        return self.messages[0].offset() or 0
-
-    @property
-    def last_offset(self) -> int:
-        return self.messages[-1].offset() or 0
-
-    def timestamps(self) -> tuple[int | None, int | None]:
-        """Smallest and largest record timestamp (epoch ms); ``None`` when no record has one."""
-        stamps = list(map(_timestamp, self.messages))
-        low, high = min(stamps), max(stamps)
-        if low[0] and low[0] == high[0]:  # one timestamp type for all: tuples order by value
-            return low[1], high[1]
-        values = [ts for kind, ts in stamps if kind]
-        return (min(values), max(values)) if values else (None, None)
-
     def head(self, count: int) -> JsonLines:
-        """The first ``count`` messages as their own block."""
         if count >= len(self.messages):
             return self
         messages = self.messages[:count]
         return JsonLines(self.topic, self.partition, messages, b"\n".join(map(_value, messages)))
 
     def tail(self, count: int) -> JsonLines:
-        """The messages after the first ``count`` as their own block."""
         if count <= 0:
             return self
         messages = self.messages[count:]
         return JsonLines(self.topic, self.partition, messages, b"\n".join(map(_value, messages)))
+
+    def write_into(self, writer: FormatWriter) -> bool:
+        return writer.write_lines(self.data, len(self.messages))
 
 
 def json_lines(topic: str, partition: int, messages: Sequence[Message], check_keys: bool) -> JsonLines | None:
@@ -107,12 +87,6 @@ def json_lines(topic: str, partition: int, messages: Sequence[Message], check_ke
         or b"\r" in data
     ):
         return None
-    if check_keys:
-        keys = [k for k in map(_key, messages) if k is not None]
-        if keys:
-            try:
-                # an ASCII separator ends any multi-byte sequence, so this fails iff one key does
-                b"\n".join(keys).decode("utf-8")
-            except UnicodeDecodeError:
-                return None
+    if check_keys and not keys_are_text(messages):
+        return None
     return JsonLines(topic, partition, messages, data)

@@ -38,10 +38,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kcql.errors import ConfigError, ConfigProblem, SinkError
 from kcql.model import SinkPlan
+from sink.avro_block import avro_block
+from sink.blocks import MessageBlock
 from sink.config_files import ConnectorConfig, mask
 from sink.converters import (
     BYTES_CONVERTER,
     JSON_CONVERTER,
+    AvroConverter,
     ByteArrayConverter,
     ConversionError,
     JsonConverter,
@@ -76,7 +79,7 @@ topics without failing on a non-JSON key."""
 
 
 SLOW_SLICE = 500
-"""Messages converted one by one before the JSON-lines fast path is tried again (see
+"""Messages converted one by one before the block fast path is tried again (see
 :meth:`SinkRuntime._process_run`): half of the rows a Parquet file buffers before fixing its schema."""
 
 RETRIABLE_CONVERSION_PAUSE = 2.0
@@ -114,13 +117,32 @@ def _runs(messages: list[Message]) -> Iterator[tuple[str, int, list[Message]]]:
                 yield topic or "", partition or 0, list(sub)
 
 
-def _lines_key_check(converter: RecordConverter | None) -> bool | None:
-    """Whether the JSON-lines fast path applies to this converter pair, and if so whether keys
-    must be checked: ``None`` (no fast path: values are not schemaless JSON, or the key converter
-    could reject a key in a way the fast path does not check), ``False`` (bytes keys, nothing can
-    fail) or ``True`` (UTF-8 text keys: each must decode)."""
-    if converter is None or type(converter.value) is not JsonConverter or converter.value.schemas_enable:
+BlockBuilder = Callable[[str, int, list[Message]], MessageBlock | None]
+
+
+def block_builder(converter: RecordConverter | None) -> BlockBuilder | None:
+    """How runs of messages become blocks (:mod:`sink.blocks`) for this converter pair, or ``None``.
+
+    Values must be schemaless JSON (:func:`sink.json_lines.json_lines`) or Confluent Avro
+    (:func:`sink.avro_block.avro_block`); keys must be bytes (nothing can fail) or UTF-8 text
+    (each key is checked as the StringConverter would). Any other key converter could reject a
+    key in a way a block does not check, so such connectors convert record by record.
+    """
+    if converter is None:
         return None
+    key, value = converter.key, converter.value
+    if type(key) is ByteArrayConverter:
+        check_keys = False
+    elif type(key) is StringConverter and codecs.lookup(key.encoding).name == "utf-8":
+        check_keys = True
+    else:
+        return None
+    if type(value) is JsonConverter and not value.schemas_enable:
+        return lambda topic, partition, run: json_lines(topic, partition, run, check_keys)
+    if type(value) is AvroConverter:
+        avro = value
+        return lambda topic, partition, run: avro_block(topic, partition, run, check_keys, avro)
+    return None
     if type(converter.key) is ByteArrayConverter:
         return False
     if type(converter.key) is StringConverter and codecs.lookup(converter.key.encoding).name == "utf-8":
@@ -253,9 +275,9 @@ class SinkRuntime:
         self.errors, error_problems = parse_error_settings(cfg.props)
         problems += error_problems
         self.converter = self._build_converter(problems)
-        self._lines_keys = _lines_key_check(self.converter)
-        """Fast path for one-line JSON values (see :func:`_lines_key_check`)."""
-        self._lines_topics: dict[str, bool] = {}
+        self._blocks = block_builder(self.converter)
+        """Builds blocks for the fast path (see :func:`block_builder`); ``None``: record by record."""
+        self._block_topics: dict[str, bool] = {}
         self.subscription, sub_problems = (
             resolve_subscription(cfg.props, self.plans) if self.plans else ([], [])
         )
@@ -380,7 +402,7 @@ class SinkRuntime:
         if not messages:
             return
         blocked: set[TopicPartition] = set()
-        if self._lines_keys is None:
+        if self._blocks is None:
             self._process_records(messages, blocked)
         else:
             for topic, partition, run in _runs(messages):
@@ -406,23 +428,23 @@ class SinkRuntime:
         return good
 
     def _process_run(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> None:
-        """One partition's messages: as blocks of JSON lines where the task takes them, else one by one.
+        """One partition's messages: as blocks (:mod:`sink.blocks`) where the task takes them, else singly.
 
         What a block cannot take (a tombstone or a multi-line value in it, a Parquet file whose
         schema is not fixed yet) goes through the per-record path a slice at a time, and the fast
         path is tried again after each slice: a Parquet file fixes its schema after its first
         rows, and a bad record is usually alone.
         """
-        accepts = self._lines_topics.get(tp.topic)
+        accepts = self._block_topics.get(tp.topic)
         if accepts is None:
             # optional: a task with only Connect's lifecycle methods gets SinkRecords, as always
-            probe = getattr(self.task, "accepts_lines", None)
-            accepts = self._lines_topics[tp.topic] = bool(probe is not None and probe(tp.topic))
+            probe = getattr(self.task, "accepts_blocks", None)
+            accepts = self._block_topics[tp.topic] = bool(probe is not None and probe(tp.topic))
         if not accepts:
             self._process_records(run, blocked)
             return
         while run:
-            done = self._put_lines(tp, run, blocked)
+            done = self._put_block(tp, run, blocked)
             if tp in blocked:
                 return
             if done:
@@ -434,13 +456,14 @@ class SinkRuntime:
                 return
             run = run[SLOW_SLICE:]
 
-    def _put_lines(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> int:
-        """Put ``run`` as one block of JSON lines; returns how many messages were written (a prefix)."""
-        block = json_lines(tp.topic, tp.partition, run, check_keys=bool(self._lines_keys))
+    def _put_block(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> int:
+        """Put ``run`` as one block; returns how many messages were written (a prefix)."""
+        assert self._blocks is not None  # noqa: S101 - only called when blocks are on
+        block = self._blocks(tp.topic, tp.partition, run)
         if block is None:
             return 0
         try:
-            done = self.task.put_lines(block)  # type: ignore[attr-defined]
+            done = self.task.put_block(block)  # type: ignore[attr-defined]
         except SinkError as exc:
             self._storage_failure(exc, {tp})
             blocked.add(tp)

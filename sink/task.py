@@ -53,7 +53,7 @@ from sink.writers import PartitionWriter, WriterKey, WriterPool
 if TYPE_CHECKING:
     from formats.base import FileFormat
     from kcql.model import SinkPlan
-    from sink.json_lines import JsonLines
+    from sink.blocks import MessageBlock
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
 
@@ -231,8 +231,8 @@ class SinkTask:
                 start = end
             self._enforce_staging_budget()
 
-    def accepts_lines(self, topic: str) -> bool:
-        """Whether :meth:`put_lines` can take blocks of ``topic``: its statement writes JSON or
+    def accepts_blocks(self, topic: str) -> bool:
+        """Whether :meth:`put_block` can take blocks of ``topic``: its statement writes JSON or
         PARQUET without the envelope, into a path that depends only on the topic partition."""
         try:
             plan = self._plan_for(topic)
@@ -244,8 +244,8 @@ class SinkTask:
             and plan.format in (StoreFormat.JSON, StoreFormat.PARQUET)
         )
 
-    def put_lines(self, block: JsonLines) -> int:
-        """Write a block of one-line JSON values (the fast path of :mod:`sink.json_lines`).
+    def put_block(self, block: MessageBlock) -> int:
+        """Write a block of messages (the fast path of :mod:`sink.blocks`).
 
         Returns how many of the block's records were written: a prefix, possibly empty, when the
         file's format refuses the rest (see :meth:`FormatWriter.write_lines`). The caller puts
@@ -287,7 +287,7 @@ class SinkTask:
                     writer = None
                     continue
                 chunk = block.tail(done).head(room)
-                if not writer.write_lines(chunk):
+                if not writer.write_block(chunk):
                     break
                 done += len(chunk)
                 state.high = max(state.high, chunk.last_offset)

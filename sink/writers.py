@@ -25,8 +25,8 @@ from sink.record import SinkRecord, TopicPartition
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
+    from sink.blocks import MessageBlock
     from sink.flush_policy import FlushPolicy, FlushReason
-    from sink.json_lines import JsonLines
 
 __all__ = ["PartitionWriter", "WriterKey", "WriterPool"]
 
@@ -91,9 +91,9 @@ class PartitionWriter:
         self._account(records[:written])
         return written
 
-    def write_lines(self, block: JsonLines) -> bool:
-        """Append a block of JSON lines whole (see :meth:`FormatWriter.write_lines`), or refuse it."""
-        if not self._format_writer.write_lines(block.data, len(block)):
+    def write_block(self, block: MessageBlock) -> bool:
+        """Append a block of messages whole (see :mod:`sink.blocks`), or refuse it."""
+        if not block.write_into(self._format_writer):
             return False
         if self.first_offset is None:
             self.first_offset = block.first_offset
