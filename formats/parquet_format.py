@@ -232,6 +232,7 @@ class ParquetWriter(StagingWriter):
                 read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
                 parse_options=options,
             )
+            table.validate(full=True)  # Arrow's JSON reader keeps invalid UTF-8; json.loads rejects it
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             return False
         if table.num_rows != count or not table.schema.equals(self._schema):
