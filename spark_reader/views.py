@@ -174,6 +174,10 @@ def _glob_escape(path: str) -> str:
     return _GLOB.sub(r"\\\1", path)
 
 
+_FILE_NAME = "__kcql_sink_file_name"
+"""A temporary column of :func:`_native_frame` (dropped before the view sees it)."""
+
+
 def _native_frame(spark: SparkSession, spec: ViewSpec, files: Sequence[DataFile]) -> DataFrame:
     """Spark's own reader per (topic, partition, partition values) group, unioned.
 
@@ -202,8 +206,11 @@ def _native_frame(spark: SparkSession, spec: ViewSpec, files: Sequence[DataFile]
     branches = []
     for members in groups.values():
         consts = file_columns(members[0], pcols)
+        # the file name as a column of its own first: referenced through the _metadata struct in
+        # every branch of the union, Spark builds the whole struct per row (row index included)
         df = reader().schema(schema).load([paths[f.key] for f in members])
-        name_col = F.col("_metadata.file_name")
+        df = df.select("*", F.col("_metadata.file_name").alias(_FILE_NAME))
+        name_col = F.col(_FILE_NAME)
 
         def per_file(attr: str, members: list[DataFile] = members, name_col: Any = name_col) -> Any:
             entries = []
@@ -221,5 +228,5 @@ def _native_frame(spark: SparkSession, spec: ViewSpec, files: Sequence[DataFile]
         cols += [
             F.lit(consts[c.column]).cast("bigint" if c.integer else "string").alias(c.column) for c in pcols
         ]
-        branches.append(df.select("*", *cols))
+        branches.append(df.select("*", *cols).drop(_FILE_NAME))
     return functools.reduce(lambda a, b: a.unionByName(b), branches)
