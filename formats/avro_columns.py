@@ -107,7 +107,7 @@ def decode_columns(
         columns = [_column(buf, pos, ends, count, field) for field in fields]
         batch = pa.RecordBatch.from_arrays(columns, schema=schema)
         batch.validate(full=True)  # UTF-8 of every string
-    except (_Malformed, pa.ArrowInvalid, ValueError, OverflowError):
+    except (_Malformed, pa.ArrowInvalid, ValueError, OverflowError, IndexError):
         return None
     if not np.array_equal(pos, ends):  # bytes left over after the last field
         return None
@@ -123,6 +123,8 @@ def _column(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray, count: int, fiel
             raise _Malformed("union branch out of range")
         present = branch != null_index
         pos[:] = after
+        if (pos > ends).any():
+            raise _Malformed("union branch runs past its record")
         rows = np.flatnonzero(present)
     else:
         present = None

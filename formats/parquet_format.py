@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
@@ -43,6 +44,8 @@ _EAGER_ROWS = 64
 """Calls with at least this many rows are converted at once; smaller ones are validated and batched."""
 _ROW_ESTIMATE = 100
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
+_EXACT_DOUBLE = 2.0**53
+"""Doubles from this magnitude on may have been rounded from a JSON integer."""
 _LINE_TYPES = frozenset(("long", "double", "string", "boolean"))
 """Inferred field types whose Arrow JSON parsing matches ``json.loads`` + ``from_pylist`` exactly
 (a JSON integer in a ``double`` column becomes a double in both; a field always null so far,
@@ -95,6 +98,7 @@ class ParquetWriter(StagingWriter):
         self._validators: tuple[tuple[str | None, Any], ...] = ()
         self._small: list[Any] = []
         self._small_records: list[SinkRecord] = []
+        self._line_doubles: list[str] = []
         self._lines: pa_json.ParseOptions | None = None
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
 
@@ -190,6 +194,8 @@ class ParquetWriter(StagingWriter):
         )
         if self._settings.envelope is None and self._rows.value.mode == "inferred" and not self._wrap:
             self._lines = _line_parse_options(avro)
+            if self._lines is not None:
+                self._line_doubles = [f.name for f in self._schema if pa.types.is_float64(f.type)]
         rows, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
         self._count -= len(rows)
@@ -237,6 +243,12 @@ class ParquetWriter(StagingWriter):
             return False
         if table.num_rows != count or not table.schema.equals(self._schema):
             return False
+        for column in self._line_doubles:
+            # a JSON integer beyond 2**53 in a double column: Arrow rounds it, the per-record path
+            # refuses it (from_pylist will not convert it inexactly), so let that path decide
+            biggest = pc.max(pc.abs(table.column(column))).as_py()
+            if biggest is not None and biggest >= _EXACT_DOUBLE:
+                return False
         self._convert_small()  # rows of earlier small calls come first
         for batch in table.to_batches():
             self._add(batch)
