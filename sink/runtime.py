@@ -78,9 +78,9 @@ schemas; a sink needs some default, and bytes-for-keys / JSON-for-values reads t
 topics without failing on a non-JSON key."""
 
 
-SLOW_SLICE = 500
-"""Messages converted one by one before the block fast path is tried again (see
-:meth:`SinkRuntime._process_run`): half of the rows a Parquet file buffers before fixing its schema."""
+SLOW_SLICE = 512
+"""At most this many messages are converted one by one before the block fast path is tried again
+(see :meth:`SinkRuntime._process_run`, which starts with one and doubles)."""
 
 RETRIABLE_CONVERSION_PAUSE = 2.0
 """Seconds to wait before re-reading a partition whose record could not be converted for a
@@ -297,6 +297,8 @@ class SinkRuntime:
         """Next offset to hand to the task, per assigned partition (consumed + skipped)."""
         self.committed: dict[TopicPartition, int] = {}
         self.records_in = 0
+        self.records_in_blocks = 0
+        """Of ``records_in``, how many went through the block fast path (:mod:`sink.blocks`)."""
         self.errors_tolerated = 0
         self._failure: BaseException | None = None
 
@@ -432,8 +434,9 @@ class SinkRuntime:
 
         What a block cannot take (a tombstone or a multi-line value in it, a Parquet file whose
         schema is not fixed yet) goes through the per-record path a slice at a time, and the fast
-        path is tried again after each slice: a Parquet file fixes its schema after its first
-        rows, and a bad record is usually alone.
+        path is tried again after each slice. Slices start at one message and double up to
+        :data:`SLOW_SLICE`: a new Parquet file with a registry schema fixes it at its first row, a
+        schemaless one after 1,000 rows, and a bad record is usually alone.
         """
         accepts = self._block_topics.get(tp.topic)
         if accepts is None:
@@ -443,6 +446,7 @@ class SinkRuntime:
         if not accepts:
             self._process_records(run, blocked)
             return
+        step = 1
         while run:
             done = self._put_block(tp, run, blocked)
             if tp in blocked:
@@ -451,10 +455,12 @@ class SinkRuntime:
                 run = run[done:]
                 if not run:
                     return
-            self._process_records(run[:SLOW_SLICE], blocked)
+                step = 1
+            self._process_records(run[:step], blocked)
             if tp in blocked:
                 return
-            run = run[SLOW_SLICE:]
+            run = run[step:]
+            step = min(2 * step, SLOW_SLICE)
 
     def _put_block(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> int:
         """Put ``run`` as one block; returns how many messages were written (a prefix)."""
@@ -471,6 +477,7 @@ class SinkRuntime:
         if done:
             self.positions[tp] = _next(run[done - 1])
             self.records_in += done
+            self.records_in_blocks += done
         return done
 
     def _process_records(self, good: list[Message], blocked: set[TopicPartition]) -> None:
