@@ -3,7 +3,8 @@
 The runtime is wrapped at two seams it already offers: the task factory (``SinkRuntime(...,
 task_factory=)``) and its record converter. :class:`MeteredTask` times ``put``/``pre_commit`` and
 learns which offsets became durable; :class:`MeteredConverter` counts records and bytes consumed
-per topic-partition. Both add a dict update per record or call, nothing more. Counters are plain
+per topic-partition, and :meth:`MeteredTask.put_block` counts those that skip the converter
+(:mod:`sink.blocks`). Both add a dict update per record or call, nothing more. Counters are plain
 ints mutated by the task thread and read (copied) by request threads; a slightly stale read is
 fine for monitoring.
 
@@ -128,6 +129,26 @@ class MeteredTask:
         except Exception as exc:
             self._metrics.last_error = (time.time(), str(exc))
             raise
+
+    def accepts_blocks(self, topic: str) -> bool:
+        probe = getattr(self.inner, "accepts_blocks", None)
+        return bool(probe is not None and probe(topic))
+
+    def put_block(self, block: Any) -> int:
+        """Blocks skip the converter, so their records are counted here (the written prefix only:
+        the runtime converts the rest, and :class:`MeteredConverter` counts those)."""
+        try:
+            done: int = self.inner.put_block(block)
+        except Exception as exc:
+            self._metrics.last_error = (time.time(), str(exc))
+            raise
+        if done:
+            tp = TopicPartition(block.topic, block.partition)
+            m = self._metrics
+            m.records_in[tp] = m.records_in.get(tp, 0) + done
+            size = sum(len(msg.value() or b"") + len(msg.key() or b"") for msg in block.messages[:done])
+            m.bytes_in[tp] = m.bytes_in.get(tp, 0) + size
+        return done
 
     def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         safe: dict[TopicPartition, int] = self.inner.pre_commit(offsets)
