@@ -138,6 +138,10 @@ def _column(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray, count: int, fiel
     elif kind in ("float", "double"):
         width = 4 if kind == "float" else 8
         dense = _fixed(buf, at, width, "<f4" if width == 4 else "<f8")
+        if width == 4:
+            # the per-record path goes float32 -> Python float -> float32, which sets the quiet
+            # bit of a signalling NaN (0x7f800001 -> 0x7fc00001): write the same bits
+            dense.view(np.uint32)[np.isnan(dense)] |= np.uint32(0x00400000)
         after = at + width
     elif kind == "boolean":
         raw = buf[at]
