@@ -143,11 +143,6 @@ def block_builder(converter: RecordConverter | None) -> BlockBuilder | None:
         avro = value
         return lambda topic, partition, run: avro_block(topic, partition, run, check_keys, avro)
     return None
-    if type(converter.key) is ByteArrayConverter:
-        return False
-    if type(converter.key) is StringConverter and codecs.lookup(converter.key.encoding).name == "utf-8":
-        return True
-    return None
 
 
 class TaskFailedError(SinkError):
@@ -300,6 +295,8 @@ class SinkRuntime:
         self.records_in_blocks = 0
         """Of ``records_in``, how many went through the block fast path (:mod:`sink.blocks`)."""
         self.errors_tolerated = 0
+        self._pause = False
+        """Set when a batch hit a retriable conversion error: pause before consuming again."""
         self._failure: BaseException | None = None
 
     def _build_converter(self, problems: list[ConfigProblem]) -> RecordConverter | None:
@@ -403,7 +400,10 @@ class SinkRuntime:
             messages = self._without_errors(messages)
         if not messages:
             return
+        # partitions whose rest of this batch must not be handled: re-read from an earlier
+        # offset (a retriable conversion error seeked back, a storage error rewound them)
         blocked: set[TopicPartition] = set()
+        self._pause = False
         if self._blocks is None:
             self._process_records(messages, blocked)
         else:
@@ -412,7 +412,7 @@ class SinkRuntime:
                 if tp not in self.assigned or tp in blocked:
                     continue  # fetched before a revocation completed / behind a record to retry
                 self._process_run(tp, run, blocked)
-        if blocked:
+        if self._pause:
             time.sleep(min(self.errors.retry_interval_ms / 1000, RETRIABLE_CONVERSION_PAUSE))
 
     def _without_errors(self, messages: list[Message]) -> list[Message]:
@@ -502,6 +502,7 @@ class SinkRuntime:
                     assert self.consumer is not None  # noqa: S101
                     self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, _next(msg) - 1))
                     blocked.add(tp)
+                    self._pause = True
                     continue
                 self._tolerate(
                     msg, "KEY_CONVERTER" if "the record key" in str(exc) else "VALUE_CONVERTER", exc
@@ -523,9 +524,9 @@ class SinkRuntime:
                     self.positions[tp] = _next(msg)
                     continue
             records.append((msg, record))
-        self._put(records)
+        self._put(records, blocked)
 
-    def _put(self, pairs: list[tuple[Message, SinkRecord]]) -> None:
+    def _put(self, pairs: list[tuple[Message, SinkRecord]], blocked: set[TopicPartition]) -> None:
         """Hand records to the task; a bad record is isolated, reported, and the rest retried."""
         while pairs:
             try:
@@ -541,7 +542,9 @@ class SinkRuntime:
                         self._note_positions(pairs[:index])
                         pairs = pairs[index + 1 :]
                         continue
-                self._storage_failure(exc, {_tp(m) for m, _ in pairs})
+                rewound = {_tp(m) for m, _ in pairs}
+                self._storage_failure(exc, rewound)
+                blocked.update(rewound)
                 return  # the consumer re-delivers from the rewound positions
             else:
                 self._note_positions(pairs)
