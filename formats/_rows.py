@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from formats._file import StagingWriter
 from formats.base import FormatSettings, RecordFormatError
 from formats.envelope import envelope_avro_schema, envelope_row
 from formats.schema_evolution import Decision, SchemaEvolution, project
@@ -21,10 +22,14 @@ from formats.schema_inference import IncompatibleSchemas, avro_names, infer, mer
 if TYPE_CHECKING:
     from sink.record import SinkRecord
 
-__all__ = ["RowBuilder"]
+__all__ = ["RowBuilder", "RowFileWriter"]
 
 
 _FLAT_TYPES = frozenset((str, float, bool, int, type(None)))
+_ESCAPED = b"\\u"
+"""A ``\\uXXXX`` escape in JSON text, which may decode to a lone UTF-16 surrogate."""
+_SURROGATE_LEAD = b"\xed"
+"""The first byte of a UTF-8 encoded surrogate, which ``json.loads`` decodes with surrogatepass."""
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63
 _Shape = tuple[tuple[Any, ...], tuple[type, ...]]
 
@@ -44,6 +49,43 @@ def _flat_shape(value: dict[Any, Any]) -> _Shape | None:
             if type(item) is int and not _LONG_MIN <= item < _LONG_MAX:
                 return None  # no Avro long: infer() raises the error
     return tuple(value), types
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first text in ``value`` (keys included) that is not valid Unicode, or None.
+
+    ``json.loads`` turns ``"\\ud800"`` into a Python string with a lone surrogate. No file format
+    can store it as text (UTF-8 has no encoding for it), so such a record is refused when it is
+    taken, in its own call, rather than failing a later conversion of rows already accepted.
+    """
+    if type(value) is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            bad = _lone_surrogate(key) or _lone_surrogate(item)
+            if bad is not None:
+                return bad
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            bad = _lone_surrogate(item)
+            if bad is not None:
+                return bad
+    return None
+
+
+def _surrogate_error(
+    record: SinkRecord, index: int, part: str, text: str, format_name: str
+) -> RecordFormatError:
+    return RecordFormatError(
+        f"the record {part} holds text with a lone UTF-16 surrogate ({text!r}), which is not valid "
+        f"Unicode and cannot be written as {format_name}",
+        record,
+        index,
+    )
 
 
 class _Part:
@@ -118,11 +160,19 @@ class RowBuilder:
         self.frozen = False
         self.count = 0
 
-    def take(self, records: Sequence[SinkRecord], rows: list[Any]) -> int:
-        """Append rows for the longest prefix of ``records`` that fits; return its length."""
+    def take(self, records: Sequence[SinkRecord], rows: list[Any], freeze_at: int) -> int:
+        """Append rows for the longest prefix of ``records`` that fits; return its length.
+
+        Stops (without looking at the next record) once ``freeze_at`` rows are taken while the
+        schema is not frozen: the writer freezes it there and calls again with the rest. So a
+        file's schema, and where it rolls, never depend on how records were split into calls
+        (consumer batch sizes, the runtime's fast path), and a replay writes the same files.
+        """
         envelope = self.envelope
         value_part, key_part = self.value, self.key
         for index, record in enumerate(records):
+            if not self.frozen and self.count >= freeze_at:
+                return index
             if not self.count and not self.frozen:
                 # nothing accepted yet: forget what a rejected first record may have recorded
                 value_part = self.value = _Part("Value", self._compatibility)
@@ -136,6 +186,16 @@ class RowBuilder:
                     record,
                     index,
                 )
+            if record.value_schema is None and value is not None:
+                raw = record.raw_value
+                if raw is None or _ESCAPED in raw or _SURROGATE_LEAD in raw:  # C-level prefilter
+                    bad = _lone_surrogate(value)
+                    if bad is not None:
+                        raise _surrogate_error(record, index, "value", bad, self.format_name)
+            if key_part is not None and record.key_schema is None and record.key is not None:
+                bad = _lone_surrogate(record.key)
+                if bad is not None:
+                    raise _surrogate_error(record, index, "key", bad, self.format_name)
             try:
                 decision, merged = (
                     value_part.check(value, record.value_schema, self.frozen)
@@ -211,3 +271,52 @@ class RowBuilder:
         if self.key is not None and self.key.mode == "given":
             parts.append(("key", self.key.schema()))
         return parts
+
+
+class RowFileWriter(StagingWriter):
+    """What the AVRO and PARQUET writers share: taking records into rows around the freeze.
+
+    Subclasses set ``_rows`` and implement :meth:`_append`, which buffers rows until the schema
+    is frozen (at :meth:`_freeze_at` rows, or at once when settled) and encodes them after.
+    """
+
+    _rows: RowBuilder
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(path)
+        self._call_start = 0
+        """Rows buffered by earlier calls: a conversion error among them cannot name a record of
+        this call, so the whole file must be discarded instead."""
+
+    def write(self, records: Sequence[SinkRecord]) -> int:
+        self._call_start = self._buffered()
+        taken, total = 0, len(records)
+        while True:
+            part = records[taken:] if taken else records
+            rows: list[Any] = []
+            frozen = self._rows.frozen
+            try:
+                try:
+                    count = self._rows.take(part, rows, self._freeze_at())
+                except RecordFormatError as exc:
+                    self._append(rows, part[: exc.index])
+                    raise
+                self._append(rows, part[:count])
+            except RecordFormatError as exc:
+                exc.index += taken  # relative to this call's records, as write() promises
+                raise
+            taken += count
+            # the schema froze at _freeze_at() rows: the rest of the call is decided against it
+            if taken == total or not count or frozen or not self._rows.frozen:
+                return taken
+
+    def _buffered(self) -> int:
+        """Rows accepted but not converted yet because the schema is not frozen."""
+        raise NotImplementedError
+
+    def _freeze_at(self) -> int:
+        """Rows buffered at most before the schema is fixed."""
+        raise NotImplementedError
+
+    def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+        raise NotImplementedError

@@ -4,7 +4,7 @@ The writer schema is the record's value schema (or the envelope schema built aro
 value schemas), logical types included. Schemaless values get a schema inferred per file (see
 :mod:`formats.schema_inference`); field names that are not valid Avro names are sanitized
 reversibly there. Rows are buffered only until the file's schema is fixed (the first
-``_FREEZE_ROWS`` records or ``_FREEZE_BYTES`` of raw input); after that fastavro encodes each
+``_FREEZE_ROWS`` records); after that fastavro encodes each
 record into its block buffer and writes a compressed block every ``sync_interval`` bytes, so
 memory stays bounded by one block.
 """
@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 import fastavro
 from fastavro.write import Writer
 
-from formats._file import StagingWriter
-from formats._rows import RowBuilder
+from formats._rows import RowBuilder, RowFileWriter
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
 from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
 from formats.schema_inference import rename_for_avro
@@ -50,14 +49,13 @@ def _check_codec_available(codec: str) -> None:
         raise FormatError(f"AVRO codec {codec} is not available here: {exc}") from exc
 
 
-class AvroWriter(StagingWriter):
+class AvroWriter(RowFileWriter):
     """Streams rows into one Avro container file."""
 
     def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
         super().__init__(path)
         self._settings = settings
         self._rows = RowBuilder(settings, "AVRO")
-        self._pending_before_call = 0
         self._codec = AVRO_CODECS[codec]
         level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
         self._level = level if codec in ("DEFLATE", "ZSTD", "XZ") else None
@@ -71,16 +69,11 @@ class AvroWriter(StagingWriter):
         self._block: list[Any] = []
         """Rows in fastavro's open block, to rebuild it if a row fails halfway through encoding."""
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
-        rows: list[Any] = []
-        self._pending_before_call = len(self._pending)
-        try:
-            taken = self._rows.take(records, rows)
-        except RecordFormatError as exc:
-            self._append(rows, records[: exc.index])
-            raise
-        self._append(rows, records[:taken])
-        return taken
+    def _buffered(self) -> int:
+        return len(self._pending)
+
+    def _freeze_at(self) -> int:
+        return _FREEZE_ROWS
 
     def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
         if not rows:
@@ -104,7 +97,7 @@ class AvroWriter(StagingWriter):
         except Exception as exc:  # SchemaParseException and friends: the schema itself is unusable
             first = self._pending_records[0]
             message = f"the record's Avro schema cannot be used: {exc}"
-            if self._pending_before_call:
+            if self._call_start:
                 # rows accepted by earlier calls cannot be stored: the whole file must go
                 raise FormatError(f"{message} ({first.where}); the file must be discarded") from exc
             # only this call's rows are affected: forget them, so the writer is empty and usable
@@ -123,9 +116,11 @@ class AvroWriter(StagingWriter):
         pending, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
         self._count -= len(pending)
-        self._encode(pending, records)
+        self._encode(pending, records, earlier=self._call_start)
 
-    def _encode(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+    def _encode(self, rows: list[Any], records: Sequence[SinkRecord], earlier: int = 0) -> None:
+        """Encode ``rows``; the first ``earlier`` of them came from earlier calls (see
+        :meth:`formats.parquet_format.ParquetWriter._convert` for why that matters)."""
         writer = self._writer
         write = writer.write
         rename, branches, block = self._rename, self._branches, self._block
@@ -148,9 +143,13 @@ class AvroWriter(StagingWriter):
                 writer.block_count = 0
                 for good in block:
                     write(good)
-                raise RecordFormatError(
-                    f"the value does not match its Avro schema: {exc}", records[index], index
-                ) from exc
+                message = f"the value does not match its Avro schema: {exc}"
+                if index < earlier:
+                    raise FormatError(
+                        f"{message} ({records[index].where}), accepted in an earlier call; "
+                        "the file is incomplete and must be discarded"
+                    ) from exc
+                raise RecordFormatError(message, records[index], index - earlier) from exc
             self._count += 1
             if writer.block_count == 0:  # fastavro just wrote the block out
                 block.clear()

@@ -24,8 +24,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
 
-from formats._file import StagingWriter
-from formats._rows import RowBuilder
+from formats._rows import RowBuilder, RowFileWriter
 from formats.arrow_schema import avro_to_arrow, value_column_schema
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
 from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
@@ -40,6 +39,7 @@ _ROW_GROUP_ROWS = 100_000
 _ROW_GROUP_BYTES = 64 * 1024 * 1024
 """Arrow bytes buffered before a row group is written (Parquet compresses them further)."""
 _FREEZE_ROWS = 1000
+"""Rows buffered at most before the schema is fixed (at once when every part's schema is given)."""
 _EAGER_ROWS = 64
 """Calls with at least this many rows are converted at once; smaller ones are validated and batched."""
 _ROW_ESTIMATE = 100
@@ -74,14 +74,13 @@ def _line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
     )
 
 
-class ParquetWriter(StagingWriter):
+class ParquetWriter(RowFileWriter):
     """Streams rows into one Parquet file."""
 
     def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
         super().__init__(path)
         self._settings = settings
         self._rows = RowBuilder(settings, "PARQUET")
-        self._pending_before_call = 0
         self._codec = PARQUET_CODECS[codec]
         self._level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
         self._pending: list[Any] = []
@@ -102,16 +101,11 @@ class ParquetWriter(StagingWriter):
         self._lines: pa_json.ParseOptions | None = None
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
-        rows: list[Any] = []
-        self._pending_before_call = len(self._pending)
-        try:
-            taken = self._rows.take(records, rows)
-        except RecordFormatError as exc:
-            self._append(rows, records[: exc.index])
-            raise
-        self._append(rows, records[:taken])
-        return taken
+    def _buffered(self) -> int:
+        return len(self._pending)
+
+    def _freeze_at(self) -> int:
+        return _FREEZE_ROWS
 
     def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
         if not rows:
@@ -161,16 +155,10 @@ class ParquetWriter(StagingWriter):
         rows, records = self._small, self._small_records
         self._small, self._small_records = [], []
         self._count -= len(rows)
-        try:
-            self._convert(rows, records)
-        except RecordFormatError as exc:
-            # Passed Avro validation but Arrow refused it (e.g. a decimal beyond its precision).
-            # It was already accepted in an earlier call, so the file cannot be completed honestly:
-            # fail the file (the core discards it and Kafka replays) instead of dropping the record.
-            raise FormatError(
-                f"a record accepted earlier cannot be converted for Parquet ({exc}); "
-                "the file is incomplete and must be discarded"
-            ) from exc
+        # Rows that passed Avro validation but that Arrow refuses (a decimal beyond its
+        # precision) were accepted in earlier calls: the file fails (discarded, Kafka replays)
+        # rather than dropping the record.
+        self._convert(rows, records, earlier=len(rows))
 
     def _freeze(self) -> None:
         avro, _ = self._rows.avro_schema()
@@ -178,7 +166,7 @@ class ParquetWriter(StagingWriter):
             self._schema = avro_to_arrow(avro)
         except FormatError as exc:
             first = self._pending_records[0]
-            if self._pending_before_call:
+            if self._call_start:
                 # rows accepted by earlier calls cannot be stored: the whole file must go
                 raise FormatError(f"{exc} ({first.where}); the file must be discarded") from exc
             # only this call's rows are affected: forget them, so the writer is empty and usable
@@ -199,9 +187,15 @@ class ParquetWriter(StagingWriter):
         rows, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
         self._count -= len(rows)
-        self._convert(rows, records)
+        self._convert(rows, records, earlier=self._call_start)
 
-    def _convert(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+    def _convert(self, rows: list[Any], records: Sequence[SinkRecord], earlier: int = 0) -> None:
+        """Append ``rows`` as one batch; the first ``earlier`` of them came from earlier calls.
+
+        A row Arrow refuses is this call's :class:`RecordFormatError` (indexed within the call),
+        with the rows before it appended; one from an earlier call cannot be reported any more,
+        so the file fails (:class:`FormatError`) and is discarded and replayed.
+        """
         if self._uuids:
             rows = [_uuids_as_text(row) for row in rows]
         if self._wrap:
@@ -209,16 +203,26 @@ class ParquetWriter(StagingWriter):
         try:
             batch = pa.RecordBatch.from_pylist(rows, schema=self._schema)
         except _CONVERT_ERRORS:
-            bad = self._first_bad(rows)
-            if bad:
-                self._add(pa.RecordBatch.from_pylist(rows[:bad], schema=self._schema))
+            # An integer in a double column beyond 2**53: Arrow will not round it, fastavro
+            # (STOREAS AVRO) and Spark's JSON reader do; round it too, whichever call it came in.
+            rows = [_ints_as_doubles(row, self._schema) for row in rows]
             try:
-                pa.RecordBatch.from_pylist(rows[bad : bad + 1], schema=self._schema)
-            except _CONVERT_ERRORS as exc:
-                raise RecordFormatError(
-                    f"the value does not match its schema for Parquet: {exc}", records[bad], bad
-                ) from exc
-            raise  # pragma: no cover - the batch failed but no single row does
+                batch = pa.RecordBatch.from_pylist(rows, schema=self._schema)
+            except _CONVERT_ERRORS:
+                bad = self._first_bad(rows)
+                if bad:
+                    self._add(pa.RecordBatch.from_pylist(rows[:bad], schema=self._schema))
+                try:
+                    pa.RecordBatch.from_pylist(rows[bad : bad + 1], schema=self._schema)
+                except _CONVERT_ERRORS as exc:
+                    message = f"the value does not match its schema for Parquet: {exc}"
+                    if bad < earlier:
+                        raise FormatError(
+                            f"{message} ({records[bad].where}), accepted in an earlier call; "
+                            "the file is incomplete and must be discarded"
+                        ) from exc
+                    raise RecordFormatError(message, records[bad], bad - earlier) from exc
+                raise  # pragma: no cover - the batch failed but no single row does
         self._add(batch)
 
     def write_lines(self, data: bytes, count: int) -> bool:
@@ -244,9 +248,14 @@ class ParquetWriter(StagingWriter):
         if table.num_rows != count or not table.schema.equals(self._schema):
             return False
         for column in self._line_doubles:
+            values = table.column(column)
+            # NaN/Infinity literals: Arrow also reads ``-NaN``, which json.loads rejects, so let
+            # the per-record path decide any block holding one (rare enough to cost nothing)
+            if pc.any(pc.invert(pc.is_finite(values))).as_py():
+                return False
             # a JSON integer beyond 2**53 in a double column: Arrow rounds it, the per-record path
             # refuses it (from_pylist will not convert it inexactly), so let that path decide
-            biggest = pc.max(pc.abs(table.column(column))).as_py()
+            biggest = pc.max(pc.abs(values)).as_py()
             if biggest is not None and biggest >= _EXACT_DOUBLE:
                 return False
         self._convert_small()  # rows of earlier small calls come first
@@ -328,6 +337,21 @@ class ParquetWriter(StagingWriter):
             # is gone by then; close it now (the caller deletes the file anyway)
             writer, self._writer = self._writer, None
             writer.close()
+
+
+def _ints_as_doubles(value: Any, arrow_type: Any) -> Any:
+    """``value`` with every Python int that sits in a floating-point column made a float."""
+    if type(value) is int:
+        return float(value) if pa.types.is_floating(arrow_type) else value
+    if isinstance(value, dict):
+        if isinstance(arrow_type, pa.Schema) or pa.types.is_struct(arrow_type):
+            fields = {arrow_type.field(i).name: arrow_type.field(i).type for i in range(len(arrow_type))}
+            return {k: _ints_as_doubles(v, fields[k]) if k in fields else v for k, v in value.items()}
+        if pa.types.is_map(arrow_type):
+            return {k: _ints_as_doubles(v, arrow_type.item_type) for k, v in value.items()}
+    elif isinstance(value, list) and (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
+        return [_ints_as_doubles(v, arrow_type.value_type) for v in value]
+    return value
 
 
 def _uuids_as_text(value: Any) -> Any:

@@ -516,12 +516,13 @@ _PAIRS = frozenset({(0x7B, 0x7D), (0x5B, 0x5D)})  # {...} and [...]
 def _passes_through(data: bytes) -> bool:
     """Whether unparsed JSON text may be written as it is: an object or array on one line.
 
-    Two byte comparisons and a C-level search, instead of a parse: anything else (scalars, text
-    with line breaks, a payload that is not JSON at all such as Avro or plain text) is parsed, so
-    the usual poison records are still caught; only a malformed document inside a well-formed
-    ``{...}``/``[...]`` frame can pass unchecked.
+    Two byte comparisons and C-level searches, instead of a parse: anything else (scalars, text
+    with a line break or a carriage return, which a JSON-lines file cannot hold as it is, a
+    payload that is not JSON at all such as Avro or plain text) is parsed, so the usual poison
+    records are still caught; only a malformed document inside a well-formed ``{...}``/``[...]``
+    frame can pass unchecked.
     """
-    return bool(data) and (data[0], data[-1]) in _PAIRS and b"\n" not in data
+    return bool(data) and (data[0], data[-1]) in _PAIRS and b"\n" not in data and b"\r" not in data
 
 
 def _header_value(v: bytes | None) -> Any:
