@@ -77,6 +77,14 @@ class FormatWriter(ABC):
         """
         return False
 
+    def records_before_blocks(self) -> int:
+        """How many of the next records must go through :meth:`write` before a block can be taken.
+
+        A hint for the caller, so that it does not build blocks only to have them refused (a
+        Parquet file fixes its schema from its first rows); 0 means "try a block". The default: 0.
+        """
+        return 0
+
     def write_batch(self, batch: pa.RecordBatch, schema: Any) -> bool:
         """Append an Arrow batch of records whose values were written with Avro ``schema``, or refuse.
 
@@ -123,6 +131,10 @@ class FileFormat(ABC):
         from formats.codecs import extension_for
 
         return extension_for(self.settings.format, self._codec)
+
+    def records_before_blocks(self) -> int:
+        """:meth:`FormatWriter.records_before_blocks` of a file not opened yet. The default: 0."""
+        return 0
 
     @abstractmethod
     def open(self, path: Path) -> FormatWriter:

@@ -225,6 +225,13 @@ class ParquetWriter(RowFileWriter):
                 raise  # pragma: no cover - the batch failed but no single row does
         self._add(batch)
 
+    def records_before_blocks(self) -> int:
+        if self._schema is not None:
+            return 0
+        if not self._pending:
+            return 1  # the first row tells whether the schema is given (fixed at once) or inferred
+        return max(1, _FREEZE_ROWS - len(self._pending))
+
     def write_lines(self, data: bytes, count: int) -> bool:
         """Parse the block with Arrow's JSON reader against the frozen schema, or refuse it.
 
@@ -372,6 +379,9 @@ class ParquetFormat(FileFormat):
         name = PARQUET_CODECS[self._codec]
         if name != "none" and not pa.Codec.is_available(name):
             raise FormatError(f"PARQUET codec {self._codec} is not available in this pyarrow build")
+
+    def records_before_blocks(self) -> int:
+        return 1  # a new file's first row tells whether its schema is given or inferred
 
     def open(self, path: Path) -> FormatWriter:
         return ParquetWriter(path, self.settings, self._codec)

@@ -432,11 +432,13 @@ class SinkRuntime:
     def _process_run(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> None:
         """One partition's messages: as blocks (:mod:`sink.blocks`) where the task takes them, else singly.
 
-        What a block cannot take (a tombstone or a multi-line value in it, a Parquet file whose
-        schema is not fixed yet) goes through the per-record path a slice at a time, and the fast
-        path is tried again after each slice. Slices start at one message and double up to
-        :data:`SLOW_SLICE`: a new Parquet file with a registry schema fixes it at its first row, a
-        schemaless one after 1,000 rows, and a bad record is usually alone.
+        Records the open file must see one by one (a Parquet file fixes its schema from its first
+        row, or its first 1,000 schemaless rows) are put singly first, as the task's
+        ``records_before_blocks`` says, so no block is built only to be refused. What a block
+        cannot take otherwise (a tombstone or a multi-line value in it) goes through the
+        per-record path a slice at a time, and the fast path is tried again after each slice.
+        Slices start at one message and double up to :data:`SLOW_SLICE`: a bad record is usually
+        alone.
         """
         accepts = self._block_topics.get(tp.topic)
         if accepts is None:
@@ -446,8 +448,16 @@ class SinkRuntime:
         if not accepts:
             self._process_records(run, blocked)
             return
+        ahead = getattr(self.task, "records_before_blocks", None)
         step = 1
         while run:
+            needed = ahead(tp.topic, tp.partition, run[0].offset() or 0) if ahead is not None else 0
+            if needed:  # rows the open file must see one by one (Parquet fixing its schema)
+                self._process_records(run[:needed], blocked)
+                if tp in blocked:
+                    return
+                run = run[needed:]
+                continue
             done = self._put_block(tp, run, blocked)
             if tp in blocked:
                 return

@@ -244,6 +244,25 @@ class SinkTask:
             and plan.format in (StoreFormat.JSON, StoreFormat.PARQUET)
         )
 
+    def records_before_blocks(self, topic: str, partition: int, offset: int) -> int:
+        """How many records from ``offset`` on :meth:`put_block` would refuse for certain (0: try).
+
+        The open file of that partition may need its first rows one by one (a Parquet file fixes
+        its schema from them); the caller puts that many through :meth:`put` first.
+        """
+        with self._lock:
+            state = self._partitions.get(TopicPartition(topic, partition))
+            if state is None:
+                return 0
+            try:
+                path = self._partitioners[state.plan].path_for(SinkRecord(topic, partition, offset))
+            except PartitionError:
+                return 0
+            writer = self._pool.get((topic, partition, path))
+            if writer is None or writer.finished:  # put_block would open a new file
+                return self._formats[state.plan].records_before_blocks()
+            return writer.records_before_blocks()
+
     def put_block(self, block: MessageBlock) -> int:
         """Write a block of messages (the fast path of :mod:`sink.blocks`).
 
@@ -286,6 +305,8 @@ class SinkTask:
                     self._commit_writer(writer, "count")
                     writer = None
                     continue
+                if writer.records_before_blocks():
+                    break  # a new Parquet file fixes its schema from rows put one by one
                 chunk = block.tail(done).head(room)
                 if not writer.write_block(chunk):
                     break

@@ -91,6 +91,10 @@ class PartitionWriter:
         self._account(records[:written])
         return written
 
+    def records_before_blocks(self) -> int:
+        """See :meth:`FormatWriter.records_before_blocks`."""
+        return self._format_writer.records_before_blocks()
+
     def write_block(self, block: MessageBlock) -> bool:
         """Append a block of messages whole (see :mod:`sink.blocks`), or refuse it."""
         if not block.write_into(self._format_writer):

@@ -134,6 +134,10 @@ class MeteredTask:
         probe = getattr(self.inner, "accepts_blocks", None)
         return bool(probe is not None and probe(topic))
 
+    def records_before_blocks(self, topic: str, partition: int, offset: int) -> int:
+        probe = getattr(self.inner, "records_before_blocks", None)
+        return 0 if probe is None else int(probe(topic, partition, offset))
+
     def put_block(self, block: Any) -> int:
         """Blocks skip the converter, so their records are counted here (the written prefix only:
         the runtime converts the rest, and :class:`MeteredConverter` counts those)."""

@@ -602,3 +602,47 @@ def test_the_fast_path_is_used_and_off_when_switched_off(tmp_path: Path) -> None
         "pre/t/0/000000000199_10100_10199.json",
         "pre/t/0/000000000299_10200_10299.json",
     ]
+
+
+# ------------------------------------------------- records_before_blocks: no block built in vain
+
+
+def test_a_new_parquet_file_gets_its_first_rows_singly_and_no_block_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task says how many rows a new schemaless Parquet file needs before it takes blocks
+    (it fixes its schema at row 1,000), so the runtime never builds a block only to see it refused."""
+    refused: list[int] = []
+    write_lines = parquet_format.ParquetWriter.write_lines
+
+    def counting(self: parquet_format.ParquetWriter, data: bytes, count: int) -> bool:
+        taken = write_lines(self, data, count)
+        if not taken:
+            refused.append(count)
+        return taken
+
+    monkeypatch.setattr(parquet_format.ParquetWriter, "write_lines", counting)
+    msgs = messages([row(i) for i in range(5000)])
+    on, off = on_and_off(tmp_path, "PARQUET", 2500, list(chunks(msgs, 700)))
+    assert_same_output(on, off)
+    assert refused == []
+    assert on["in_blocks"] == 5000 - 2 * 1000  # all but each file's first 1,000 rows
+    assert len(on["files"]) == 2
+
+
+def test_records_before_blocks_counts_down_to_the_freeze(tmp_path: Path) -> None:
+    plan = plan_for(StoreFormat.PARQUET, count=5000)
+    task = start(tmp_path, plan)
+    try:
+        task.open([TP])
+        assert task.records_before_blocks("t", 0, 0) == 1  # no file yet: its first row decides
+        msgs = messages([row(i) for i in range(1200)])
+        task.put(records_of(plan, msgs[:1]))
+        assert task.records_before_blocks("t", 0, 1) == 999
+        task.put(records_of(plan, msgs[1:999]))
+        assert task.records_before_blocks("t", 0, 999) == 1
+        task.put(records_of(plan, msgs[999:1000]))
+        assert task.records_before_blocks("t", 0, 1000) == 0
+        assert task.put_block(block_of(msgs[1000:])) == 200
+    finally:
+        task.stop()
