@@ -164,6 +164,8 @@ class RuntimeOptions:
     task_id: int = 0
     batch_size: int = 2000
     poll_timeout: float = 0.2
+    background_commits: bool = True
+    """Let the task commit files the block fast path fills on a thread (``SinkTask.background_commits``)."""
     commit_interval: float = 1.0
     """Seconds between pre_commit → Kafka commit rounds (``offset.flush.interval.ms``)."""
 
@@ -285,6 +287,8 @@ class SinkRuntime:
 
             task_factory = SinkTask
         self.task = task_factory()
+        if hasattr(self.task, "background_commits"):
+            self.task.background_commits = self.options.background_commits
         self.consumer: Consumer | None = None
         self.dlq: DeadLetterQueue | None = None
         self.assigned: set[TopicPartition] = set()
@@ -481,8 +485,9 @@ class SinkRuntime:
         try:
             done = self.task.put_block(block)  # type: ignore[attr-defined]
         except SinkError as exc:
-            self._storage_failure(exc, {tp})
-            blocked.add(tp)
+            rewound = {tp, *getattr(exc, "partitions", ())}  # a background commit names its own
+            self._storage_failure(exc, rewound)
+            blocked.update(rewound)
             return 0
         if done:
             self.positions[tp] = _next(run[done - 1])
@@ -552,7 +557,8 @@ class SinkRuntime:
                         self._note_positions(pairs[:index])
                         pairs = pairs[index + 1 :]
                         continue
-                rewound = {_tp(m) for m, _ in pairs}
+                # a failed background commit names its partition, which may not be among these
+                rewound = {_tp(m) for m, _ in pairs} | set(getattr(exc, "partitions", ()))
                 self._storage_failure(exc, rewound)
                 blocked.update(rewound)
                 return  # the consumer re-delivers from the rewound positions

@@ -34,7 +34,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from formats import FormatError, get_format, settings_for_plan
@@ -59,6 +60,9 @@ __all__ = ["COMMIT_STEPS", "SinkTask"]
 
 log = logging.getLogger(__name__)
 
+MAX_BACKGROUND_COMMITS = 4
+"""Files committed on the background thread at most at once; one more waits for them."""
+
 MAX_PATHS_AHEAD = 1000
 """Per-path offsets the index may hold ahead of ``committedOffset`` before the file holding the
 offset back is committed early (see :meth:`SinkTask._commit_oldest`)."""
@@ -73,11 +77,25 @@ class _PartitionState:
     index: PartitionIndex | None
     high: int = -1
     """Highest offset processed (written, or skipped as already committed)."""
+    failed: BaseException | None = None
+    """Why a background commit of this partition failed: no later file may be committed (the
+    index would pass records that are not stored) until the partition is opened again."""
 
     def skip_threshold(self, path: str) -> int:
         if self.index is None:
             return self.high
         return max(self.high, self.index.state.skip_threshold(path))
+
+
+@dataclass
+class _BackgroundCommit:
+    """A full file handed to the commit thread; it holds its partition's safe offset back."""
+
+    writer: PartitionWriter
+    state: _PartitionState
+    committed_after: int
+    reason: str
+    future: Future[None] | None = field(default=None, repr=False)
 
 
 class SinkTask:
@@ -107,6 +125,15 @@ class SinkTask:
         self._stopping = threading.Event()
         self._timer_error: BaseException | None = None
         self.files_committed = 0
+        self.background_commits = False
+        """Commit files that :meth:`put_block` fills on a thread while the caller goes on
+        consuming (finishing, uploading and fsyncing a file takes tens of milliseconds). Off for
+        direct callers, which expect a full file to be committed when ``put`` returns; the
+        runtime turns it on. Errors are raised by a later ``put``/``put_block``, naming the
+        partition (``exc.partitions``) that must be rewound."""
+        self._commit_pool: ThreadPoolExecutor | None = None
+        self._committing: dict[TopicPartition, list[_BackgroundCommit]] = {}
+        self._commit_errors: dict[TopicPartition, BaseException] = {}
 
     def __repr__(self) -> str:
         name = self.settings.name if self.settings else "?"
@@ -220,6 +247,7 @@ class SinkTask:
         self._started()
         with self._lock:
             self._raise_timer_error()
+            self._raise_commit_error()
             start = 0
             count = len(records)
             while start < count:
@@ -278,6 +306,7 @@ class SinkTask:
         self._started()
         with self._lock:
             self._raise_timer_error()
+            self._raise_commit_error()
             tp = TopicPartition(block.topic, block.partition)
             state = self._partitions.get(tp)
             if state is None:
@@ -302,7 +331,7 @@ class SinkTask:
                     writer = self._open_writer(plan, key)
                 room = writer.policy.room(writer.record_count)
                 if room <= 0:
-                    self._commit_writer(writer, "count")
+                    self._commit_writer(writer, "count", background=True)
                     writer = None
                     continue
                 if writer.records_before_blocks():
@@ -314,7 +343,7 @@ class SinkTask:
                 state.high = max(state.high, chunk.last_offset)
                 reason = writer.due(time.monotonic())
                 if reason is not None:
-                    self._commit_writer(writer, reason)
+                    self._commit_writer(writer, reason, background=True)
                     writer = None
             if done:
                 self._enforce_staging_budget()
@@ -326,6 +355,7 @@ class SinkTask:
         Never past the first record still in an uncommitted file, nor past ``offsets[tp]``.
         """
         with self._lock:
+            self._reap()
             result: dict[TopicPartition, int] = {}
             for tp, consumed in offsets.items():
                 tp = TopicPartition(tp.topic, tp.partition)
@@ -366,6 +396,7 @@ class SinkTask:
         if timer is not None and timer is not threading.current_thread():
             timer.join(timeout=30)
         with self._lock:
+            self._drain()
             for tp in list(self._partitions):
                 self._drop_partition(tp)
             for writer in self._pool.all():
@@ -376,6 +407,10 @@ class SinkTask:
             if self._storage is not None:
                 self._storage.close()
             self._timer = None
+            if self._commit_pool is not None:
+                self._commit_pool.shutdown(wait=True)
+                self._commit_pool = None
+            self._commit_errors.clear()
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -486,14 +521,28 @@ class SinkTask:
 
     def _safe_offset(self, state: _PartitionState, excluding: PartitionWriter | None = None) -> int:
         first = self._pool.min_first_offset(state.tp, excluding)
+        for job in self._committing.get(state.tp, ()):  # not committed yet, or failed
+            if job.writer.first_offset is not None and (first is None or job.writer.first_offset < first):
+                first = job.writer.first_offset
         return state.high if first is None else first - 1
 
-    def _commit_writer(self, writer: PartitionWriter, reason: str) -> None:
-        """Finish ``writer``'s file and commit it; it leaves the pool only once committed."""
+    def _commit_writer(self, writer: PartitionWriter, reason: str, background: bool = False) -> None:
+        """Finish ``writer``'s file and commit it; it leaves the pool only once committed.
+
+        With ``background`` (and :attr:`background_commits` on) the file is handed to the
+        commit thread instead; every other commit first waits for those, so a partition's
+        files reach the index in order.
+        """
         assert self._committer is not None  # noqa: S101
         if writer not in self._pool.for_partition(writer.tp):
             return  # already committed (early, by _commit_oldest) while the caller iterated a snapshot
         state = self._partitions[writer.tp]
+        if background and self.background_commits and not writer.finished and state.failed is None:
+            self._commit_in_background(writer, state, reason)
+            return
+        self._drain()
+        if state.failed is not None:
+            raise _naming(state.failed, state.tp)
         writer.finish()
         if writer.first_offset is None:
             writer.discard()
@@ -519,6 +568,80 @@ class SinkTask:
         if state.index is not None and len(state.index.state.paths) > MAX_PATHS_AHEAD:
             self._commit_oldest(state)
 
+    def _commit_in_background(self, writer: PartitionWriter, state: _PartitionState, reason: str) -> None:
+        if sum(map(len, self._committing.values())) >= MAX_BACKGROUND_COMMITS:
+            self._drain()  # back-pressure: memory and staging space of finished files
+            if state.failed is not None:
+                raise _naming(state.failed, state.tp)
+        # the commit thread runs jobs in order; committed_after only counts writers still open
+        # (the jobs before this one are committed first, or this one fails with them)
+        job = _BackgroundCommit(writer, state, self._safe_offset_of_open(state, writer), reason)
+        self._pool.remove(writer)
+        self._committing.setdefault(state.tp, []).append(job)
+        if self._commit_pool is None:
+            self._commit_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcql-sink-commit")
+        job.future = self._commit_pool.submit(self._run_background_commit, job)
+
+    def _safe_offset_of_open(self, state: _PartitionState, excluding: PartitionWriter) -> int:
+        first = self._pool.min_first_offset(state.tp, excluding)
+        return state.high if first is None else first - 1
+
+    def _run_background_commit(self, job: _BackgroundCommit) -> None:
+        """On the commit thread, without the task lock: nothing else uses this writer any more,
+        and every other user of the partition's index waits for the thread first (:meth:`_drain`)."""
+        assert self._committer is not None  # noqa: S101
+        state, writer = job.state, job.writer
+        if state.failed is not None:
+            raise state.failed  # an earlier file of this partition is not stored
+        try:
+            writer.finish()
+            if writer.first_offset is None:
+                return
+            meta = writer.meta()
+            final_key = object_key(writer.plan, meta)
+            if state.index is not None:
+                self._committer.commit_exactly_once(
+                    state.index, writer.staging_path, final_key, writer.path, meta.last_offset,
+                    job.committed_after,
+                )
+            else:
+                self._committer.commit_direct(writer.plan.bucket, writer.staging_path, final_key)
+            log.debug("committed %s (%d records, %s, background)", final_key, meta.record_count, job.reason)
+        except BaseException as exc:
+            state.failed = exc
+            raise
+
+    def _reap(self) -> None:
+        """Account for the background commits that are done; keep failed ones (they hold the
+        partition's safe offset back) and their error for the next put."""
+        for tp in list(self._committing):
+            jobs = self._committing[tp]
+            while jobs and jobs[0].future is not None and jobs[0].future.done():
+                error = jobs[0].future.exception()
+                if error is not None:
+                    self._commit_errors.setdefault(tp, error)
+                    break
+                job = jobs.pop(0)
+                if job.writer.first_offset is not None:
+                    self.files_committed += 1
+                job.writer.discard()  # removes the staging file
+            if not jobs:
+                del self._committing[tp]
+
+    def _drain(self) -> None:
+        """Wait for every background commit, then :meth:`_reap`."""
+        futures = [job.future for jobs in self._committing.values() for job in jobs if job.future is not None]
+        if futures:
+            wait(futures)
+        self._reap()
+
+    def _raise_commit_error(self) -> None:
+        """Raise the first background commit failure not raised yet, naming its partition."""
+        self._reap()
+        if self._commit_errors:
+            tp = next(iter(self._commit_errors))
+            raise _naming(self._commit_errors.pop(tp), tp)
+
     def _commit_oldest(self, state: _PartitionState) -> None:
         """Commit the open file that holds the partition's committed offset back.
 
@@ -535,6 +658,11 @@ class SinkTask:
             self._commit_writer(oldest, "index size")
 
     def _drop_partition(self, tp: TopicPartition) -> None:
+        if tp in self._committing:
+            self._drain()
+            for job in self._committing.pop(tp, ()):
+                job.writer.discard()  # a failed commit: its records are replayed
+        self._commit_errors.pop(tp, None)
         for writer in self._pool.for_partition(tp):
             writer.discard()
             self._pool.remove(writer)
@@ -605,3 +733,9 @@ class SinkTask:
             self._plan_by_topic[topic] = plan
         return plan
 
+
+
+def _naming(error: BaseException, tp: TopicPartition) -> BaseException:
+    """``error``, marked with the partition the caller must rewind (``error.partitions``)."""
+    error.partitions = {tp}  # type: ignore[attr-defined]
+    return error

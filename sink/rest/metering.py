@@ -134,6 +134,15 @@ class MeteredTask:
         probe = getattr(self.inner, "accepts_blocks", None)
         return bool(probe is not None and probe(topic))
 
+    @property
+    def background_commits(self) -> bool:
+        return bool(getattr(self.inner, "background_commits", False))
+
+    @background_commits.setter
+    def background_commits(self, on: bool) -> None:
+        if hasattr(self.inner, "background_commits"):
+            self.inner.background_commits = on
+
     def records_before_blocks(self, topic: str, partition: int, offset: int) -> int:
         probe = getattr(self.inner, "records_before_blocks", None)
         return 0 if probe is None else int(probe(topic, partition, offset))
