@@ -25,6 +25,9 @@ Locking: one re-entrant lock guards all mutable state (writers, partition states
 handles). ``put``, ``open``, ``close``, ``pre_commit``, ``stop`` and every timer tick hold it for
 their whole duration, storage I/O included: a commit by the timer simply makes a concurrent
 ``put`` wait, which is the back-pressure we want, and no writer is ever used by two threads.
+The exception is :attr:`SinkTask.background_commits` (docs/exactly-once.md, "Background
+commits"): full files of ``put_block`` are committed on one thread without the lock, and every
+other commit, ``open``, ``close`` and ``stop`` wait for that thread first.
 """
 
 from __future__ import annotations
