@@ -8,7 +8,8 @@ that encoders can work per batch (pyarrow tables, fastavro blocks) instead of pe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 
     from sink.record import SinkRecord
 
-__all__ = ["FileFormat", "FormatError", "FormatSettings", "FormatWriter", "RecordFormatError"]
+__all__ = [
+    "FileFormat", "FormatError", "FormatSettings", "FormatWriter", "PreparedLines", "RecordFormatError",
+]
 
 
 class FormatError(SinkError):
@@ -54,6 +57,14 @@ class FormatSettings:
     schema_compatibility: str = "NONE"
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedLines:
+    """A block of JSON lines being parsed ahead: ``parser(data)`` running as ``result``."""
+
+    parser: Callable[[bytes], Any]
+    result: Future[Any]
+
+
 class FormatWriter(ABC):
     """Streams records into one staging file. Created by :meth:`FileFormat.open`."""
 
@@ -67,15 +78,25 @@ class FormatWriter(ABC):
         raises :class:`RecordFormatError` with its index.
         """
 
-    def write_lines(self, data: bytes, count: int) -> bool:
+    def write_lines(self, data: bytes, count: int, prepared: PreparedLines | None = None) -> bool:
         """Append ``count`` records given as one-line JSON objects joined by ``\\n``, or refuse.
 
         The batch fast path for schemaless JSON (:mod:`sink.json_lines`): a writer that can take
         the block whole, exactly as :meth:`write` would have taken the parsed records, appends it
         and returns True. Otherwise it writes nothing and returns False, and the caller hands the
-        same records to :meth:`write` one by one. The default refuses.
+        same records to :meth:`write` one by one. ``prepared`` is ``data`` already being parsed by
+        this writer's :meth:`line_parser` on another thread. The default refuses.
         """
         return False
+
+    def line_parser(self) -> Callable[[bytes], Any] | None:
+        """A thread-safe function that parses blocks of lines for this file, or None.
+
+        The caller may run it on ``data`` on another thread before :meth:`write_lines` (while it
+        consumes more messages) and hand the result over as :class:`PreparedLines`; the writer
+        uses it only if its parser is still that one. The default: no parser.
+        """
+        return None
 
     def records_before_blocks(self) -> int:
         """How many of the next records must go through :meth:`write` before a block can be taken.

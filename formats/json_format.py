@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from formats._file import StagingWriter
-from formats.base import FileFormat, FormatSettings, FormatWriter, RecordFormatError
+from formats.base import FileFormat, FormatSettings, FormatWriter, PreparedLines, RecordFormatError
 from formats.codecs import DEFAULT_LEVELS
 from formats.envelope import json_envelope
 from formats.json_values import dumps
@@ -95,7 +95,7 @@ class JsonWriter(StagingWriter):
                 self._count += len(lines)
         return len(lines)
 
-    def write_lines(self, data: bytes, count: int) -> bool:
+    def write_lines(self, data: bytes, count: int, prepared: PreparedLines | None = None) -> bool:
         # without the envelope a schemaless JSON record is written as its one-line text anyway
         if self._envelope is not None:
             return False

@@ -26,7 +26,14 @@ from fastavro.validation import ValidationError, validate
 
 from formats._rows import RowBuilder, RowFileWriter
 from formats.arrow_schema import avro_to_arrow, value_column_schema
-from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
+from formats.base import (
+    FileFormat,
+    FormatError,
+    FormatSettings,
+    FormatWriter,
+    PreparedLines,
+    RecordFormatError,
+)
 from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
 from formats.schema_evolution import Decision
 
@@ -74,6 +81,46 @@ def _line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
     )
 
 
+class LineParser:
+    """Parses a block of JSON lines into a table of one frozen file schema, or returns None.
+
+    None for anything the per-record path might decide differently: a line Arrow does not parse
+    into that schema (a missing/extra/retyped field, a number out of range, a malformed line),
+    invalid UTF-8 (Arrow keeps it, ``json.loads`` rejects it), a non-finite double (Arrow also
+    reads ``-NaN``, which ``json.loads`` rejects) and a double from 2**53 on (Arrow rounds a JSON
+    integer there, the per-record path decides it). It only reads its own frozen state, and
+    Arrow releases the GIL meanwhile, so it may run on another thread while the caller consumes.
+    """
+
+    __slots__ = ("_doubles", "_options", "_schema")
+
+    def __init__(self, options: pa_json.ParseOptions, schema: pa.Schema) -> None:
+        self._options = options
+        self._schema = schema
+        self._doubles = [f.name for f in schema if pa.types.is_float64(f.type)]
+
+    def __call__(self, data: bytes) -> pa.Table | None:
+        try:
+            table = pa_json.read_json(
+                pa.py_buffer(data),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                parse_options=self._options,
+            )
+            table.validate(full=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+        if not table.schema.equals(self._schema):
+            return None
+        for column in self._doubles:
+            values = table.column(column)
+            if pc.any(pc.invert(pc.is_finite(values))).as_py():
+                return None
+            biggest = pc.max(pc.abs(values)).as_py()
+            if biggest is not None and biggest >= _EXACT_DOUBLE:
+                return None
+        return table
+
+
 class ParquetWriter(RowFileWriter):
     """Streams rows into one Parquet file."""
 
@@ -97,8 +144,7 @@ class ParquetWriter(RowFileWriter):
         self._validators: tuple[tuple[str | None, Any], ...] = ()
         self._small: list[Any] = []
         self._small_records: list[SinkRecord] = []
-        self._line_doubles: list[str] = []
-        self._lines: pa_json.ParseOptions | None = None
+        self._parser: LineParser | None = None
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
 
     def _buffered(self) -> int:
@@ -181,9 +227,9 @@ class ParquetWriter(RowFileWriter):
             (part, fastavro.parse_schema(schema)) for part, schema in self._rows.given_parts()
         )
         if self._settings.envelope is None and self._rows.value.mode == "inferred" and not self._wrap:
-            self._lines = _line_parse_options(avro)
-            if self._lines is not None:
-                self._line_doubles = [f.name for f in self._schema if pa.types.is_float64(f.type)]
+            options = _line_parse_options(avro)
+            if options is not None:
+                self._parser = LineParser(options, self._schema)
         rows, records = self._pending, self._pending_records
         self._pending, self._pending_records, self._pending_bytes = [], [], 0
         self._count -= len(rows)
@@ -232,39 +278,26 @@ class ParquetWriter(RowFileWriter):
             return 1  # the first row tells whether the schema is given (fixed at once) or inferred
         return max(1, _FREEZE_ROWS - len(self._pending))
 
-    def write_lines(self, data: bytes, count: int) -> bool:
+    def line_parser(self) -> LineParser | None:
+        return self._parser
+
+    def write_lines(self, data: bytes, count: int, prepared: PreparedLines | None = None) -> bool:
         """Parse the block with Arrow's JSON reader against the frozen schema, or refuse it.
 
         Refused (nothing written) before the schema is frozen, for schemas that are not flat
-        inferred records, and for any block Arrow does not parse into exactly ``count`` rows of
-        that schema: a missing/extra/retyped field, a number out of range, a malformed line. The
-        per-record path then decides those records exactly as always (roll, error policy).
+        inferred records, and for any block the :class:`LineParser` refuses or that does not
+        parse into exactly ``count`` rows. The per-record path then decides those records
+        exactly as always (roll, error policy).
         """
-        options = self._lines
-        if options is None:
+        parser = self._parser
+        if parser is None:
             return False
-        try:
-            table = pa_json.read_json(
-                pa.py_buffer(data),
-                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                parse_options=options,
-            )
-            table.validate(full=True)  # Arrow's JSON reader keeps invalid UTF-8; json.loads rejects it
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        if prepared is not None and prepared.parser is parser:
+            table = prepared.result.result()
+        else:
+            table = parser(data)
+        if table is None or table.num_rows != count:
             return False
-        if table.num_rows != count or not table.schema.equals(self._schema):
-            return False
-        for column in self._line_doubles:
-            values = table.column(column)
-            # NaN/Infinity literals: Arrow also reads ``-NaN``, which json.loads rejects, so let
-            # the per-record path decide any block holding one (rare enough to cost nothing)
-            if pc.any(pc.invert(pc.is_finite(values))).as_py():
-                return False
-            # a JSON integer beyond 2**53 in a double column: Arrow rounds it, the per-record path
-            # refuses it (from_pylist will not convert it inexactly), so let that path decide
-            biggest = pc.max(pc.abs(values)).as_py()
-            if biggest is not None and biggest >= _EXACT_DOUBLE:
-                return False
         self._convert_small()  # rows of earlier small calls come first
         for batch in table.to_batches():
             self._add(batch)

@@ -11,8 +11,9 @@ same messages one by one. So blocks change how fast records are written, never w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Message
 
@@ -79,3 +80,8 @@ class MessageBlock:
     def write_into(self, writer: FormatWriter) -> bool:
         """Append every record to ``writer`` and return True, or write nothing and return False."""
         raise NotImplementedError
+
+    def prepare(self, writer: FormatWriter, submit: Callable[..., Future[Any]]) -> bool:
+        """Start, with ``submit(fn, *args)``, what :meth:`write_into` ``writer`` can do ahead on
+        another thread (parsing); whether anything was started. The default: nothing."""
+        return False

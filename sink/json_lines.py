@@ -19,11 +19,13 @@ changes what is written, only how fast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Message
 
+from formats.base import PreparedLines
 from sink.blocks import MessageBlock, keys_are_text
 
 if TYPE_CHECKING:
@@ -41,11 +43,14 @@ class JsonLines(MessageBlock):
         data: their values joined by ``\\n`` (no trailing newline).
     """
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "prepared")
 
     def __init__(self, topic: str, partition: int, messages: Sequence[Message], data: bytes) -> None:
         super().__init__(topic, partition, messages)
         self.data = data
+        self.prepared: PreparedLines | None = None
+        """``data`` being parsed ahead for the writer (see :meth:`prepare`); a head or tail has
+        other data, so it is never carried over to one."""
 
     def head(self, count: int) -> JsonLines:
         if count >= len(self.messages):
@@ -60,7 +65,14 @@ class JsonLines(MessageBlock):
         return JsonLines(self.topic, self.partition, messages, b"\n".join(map(_value, messages)))
 
     def write_into(self, writer: FormatWriter) -> bool:
-        return writer.write_lines(self.data, len(self.messages))
+        return writer.write_lines(self.data, len(self.messages), self.prepared)
+
+    def prepare(self, writer: FormatWriter, submit: Callable[..., Future[Any]]) -> bool:
+        parser = writer.line_parser()
+        if parser is None:
+            return False
+        self.prepared = PreparedLines(parser, submit(parser, self.data))
+        return True
 
 
 def json_lines(topic: str, partition: int, messages: Sequence[Message], check_keys: bool) -> JsonLines | None:

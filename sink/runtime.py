@@ -82,9 +82,26 @@ SLOW_SLICE = 512
 """At most this many messages are converted one by one before the block fast path is tried again
 (see :meth:`SinkRuntime._process_run`, which starts with one and doubles)."""
 
+HELD_POLL = 0.01
+"""consume() timeout while a batch is held for its blocks to parse (:meth:`SinkRuntime.run`)."""
+
 RETRIABLE_CONVERSION_PAUSE = 2.0
 """Seconds to wait before re-reading a partition whose record could not be converted for a
 retriable reason (Schema Registry unreachable); ``connect.s3.retry.interval`` when shorter."""
+
+
+@dataclass(slots=True)
+class _Batch:
+    """A consumed batch as runs of one partition: ``(tp, messages, prepared block)``; ``tp`` is
+    None for a batch put record by record as it is (blocks off)."""
+
+    runs: list[tuple[TopicPartition | None, list[Message], MessageBlock | None]]
+    prepared: int
+    """How many of its blocks the task started preparing."""
+
+
+def _offset(msg: Message) -> int:
+    return msg.offset() or 0
 
 
 def _tp(msg: Message) -> TopicPartition:
@@ -302,6 +319,9 @@ class SinkRuntime:
         self._pause = False
         """Set when a batch hit a retriable conversion error: pause before consuming again."""
         self._failure: BaseException | None = None
+        self._held: _Batch | None = None
+        """A consumed batch whose blocks are being prepared (parsed on another thread) while the
+        next batch is consumed; processed right after that consume() returns."""
 
     def _build_converter(self, problems: list[ConfigProblem]) -> RecordConverter | None:
         props = self.cfg.props
@@ -321,6 +341,7 @@ class SinkRuntime:
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         tps = [TopicPartition(p.topic, p.partition) for p in partitions]
+        self._forget_held(tps)
         for tp in tps:
             if not any(plan.matches_topic(tp.topic) for plan in self.plans):
                 self._failure = TaskFailedError(missing_kcql_message(tp.topic))
@@ -338,6 +359,7 @@ class SinkRuntime:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         tps = [tp for p in partitions if (tp := TopicPartition(p.topic, p.partition)) in self.assigned]
+        self._forget_held(tps)
         if not tps:
             return
         log.info("revoking %s", ", ".join(map(str, tps)))
@@ -348,6 +370,7 @@ class SinkRuntime:
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         tps = [tp for p in partitions if (tp := TopicPartition(p.topic, p.partition)) in self.assigned]
+        self._forget_held(tps)
         if not tps:
             return
         log.warning("partitions lost (another member owns them now): %s", ", ".join(map(str, tps)))
@@ -386,12 +409,23 @@ class SinkRuntime:
         try:
             while not stop.is_set():
                 messages = consumer.consume(
-                    num_messages=self.options.batch_size, timeout=self.options.poll_timeout
+                    num_messages=self.options.batch_size,
+                    timeout=HELD_POLL if self._held is not None else self.options.poll_timeout,
                 )
                 if self._failure is not None:
                     raise self._failure
+                if self._held is not None:
+                    # the batch consumed before this one, whose blocks were parsed meanwhile
+                    held, self._held = self._held, None
+                    blocked = self._process_batch(held)
+                    if blocked and messages:  # consumed before they were seeked back: stale
+                        messages = [m for m in messages if m.error() is not None or _tp(m) not in blocked]
                 if messages:
-                    self._process(messages)
+                    batch = self._batch(messages)
+                    if batch is not None and batch.prepared:
+                        self._held = batch  # processed after the next consume()
+                    elif batch is not None:
+                        self._process_batch(batch)
                 if time.monotonic() >= next_commit:
                     self._commit()
                     next_commit = time.monotonic() + self.options.commit_interval
@@ -400,24 +434,74 @@ class SinkRuntime:
             self._shutdown()
 
     def _process(self, messages: list[Message]) -> None:
+        """Process one consumed batch now."""
+        batch = self._batch(messages)
+        if batch is not None:
+            self._process_batch(batch)
+
+    def _batch(self, messages: list[Message]) -> _Batch | None:
+        """The batch's runs, their blocks built and handed to the task to prepare; None if empty."""
         if any(map(_error, messages)):
             messages = self._without_errors(messages)
         if not messages:
-            return
+            return None
+        if self._blocks is None:
+            return _Batch([(None, messages, None)], 0)
+        runs = [(TopicPartition(topic, partition), run) for topic, partition, run in _runs(messages)]
+        blocks, prepared = self._prepare(runs)
+        return _Batch([(tp, run, block) for (tp, run), block in zip(runs, blocks, strict=True)], prepared)
+
+    def _process_batch(self, batch: _Batch) -> set[TopicPartition]:
+        """Put a batch's records; returns the partitions seeked back or rewound meanwhile."""
         # partitions whose rest of this batch must not be handled: re-read from an earlier
         # offset (a retriable conversion error seeked back, a storage error rewound them)
         blocked: set[TopicPartition] = set()
         self._pause = False
-        if self._blocks is None:
-            self._process_records(messages, blocked)
-        else:
-            for topic, partition, run in _runs(messages):
-                tp = TopicPartition(topic, partition)
-                if tp not in self.assigned or tp in blocked:
-                    continue  # fetched before a revocation completed / behind a record to retry
-                self._process_run(tp, run, blocked)
+        for tp, run, block in batch.runs:
+            if tp is None:
+                self._process_records(run, blocked)
+            elif tp in self.assigned and tp not in blocked:
+                # (else fetched before a revocation completed / behind a record to retry)
+                self._process_run(tp, run, blocked, block)
         if self._pause:
             time.sleep(min(self.errors.retry_interval_ms / 1000, RETRIABLE_CONVERSION_PAUSE))
+        return blocked
+
+    def _forget_held(self, tps: Sequence[TopicPartition]) -> None:
+        """A rebalance changed ``tps``: what the held batch has of them is stale (the new owner,
+        maybe this task again, resumes from the last commit)."""
+        if self._held is not None and tps:
+            changed = set(tps)
+            self._held.runs = [item for item in self._held.runs if item[0] not in changed]
+
+    def _prepare(
+        self, runs: list[tuple[TopicPartition, list[Message]]]
+    ) -> tuple[list[MessageBlock | None], int]:
+        """Per run, its block if its file takes blocks now, all handed to the task to prepare
+        (Arrow parses them on another thread meanwhile); and how many the task prepared."""
+        ready: list[MessageBlock | None] = [None] * len(runs)
+        prepare = getattr(self.task, "prepare_blocks", None)
+        ahead = getattr(self.task, "records_before_blocks", None)
+        if prepare is None or ahead is None:
+            return ready, 0
+        assert self._blocks is not None  # noqa: S101 - only called when blocks are on
+        for index, (tp, run) in enumerate(runs):
+            if (
+                tp in self.assigned
+                and self._accepts_blocks(tp)
+                and not ahead(tp.topic, tp.partition, _offset(run[0]))
+            ):
+                ready[index] = self._blocks(tp.topic, tp.partition, run)
+        built = [block for block in ready if block is not None]
+        return ready, int(prepare(built)) if built else 0
+
+    def _accepts_blocks(self, tp: TopicPartition) -> bool:
+        accepts = self._block_topics.get(tp.topic)
+        if accepts is None:
+            # optional: a task with only Connect's lifecycle methods gets SinkRecords, as always
+            probe = getattr(self.task, "accepts_blocks", None)
+            accepts = self._block_topics[tp.topic] = bool(probe is not None and probe(tp.topic))
+        return accepts
 
     def _without_errors(self, messages: list[Message]) -> list[Message]:
         good: list[Message] = []
@@ -433,7 +517,10 @@ class SinkRuntime:
                 log.warning("consumer error (will retry): %s", err.str())
         return good
 
-    def _process_run(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> None:
+    def _process_run(
+        self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition],
+        block: MessageBlock | None = None,
+    ) -> None:
         """One partition's messages: as blocks (:mod:`sink.blocks`) where the task takes them, else singly.
 
         Records the open file must see one by one (a Parquet file fixes its schema from its first
@@ -444,25 +531,22 @@ class SinkRuntime:
         Slices start at one message and double up to :data:`SLOW_SLICE`: a bad record is usually
         alone.
         """
-        accepts = self._block_topics.get(tp.topic)
-        if accepts is None:
-            # optional: a task with only Connect's lifecycle methods gets SinkRecords, as always
-            probe = getattr(self.task, "accepts_blocks", None)
-            accepts = self._block_topics[tp.topic] = bool(probe is not None and probe(tp.topic))
-        if not accepts:
+        if not self._accepts_blocks(tp):
             self._process_records(run, blocked)
             return
         ahead = getattr(self.task, "records_before_blocks", None)
         step = 1
         while run:
-            needed = ahead(tp.topic, tp.partition, run[0].offset() or 0) if ahead is not None else 0
+            needed = ahead(tp.topic, tp.partition, _offset(run[0])) if ahead is not None else 0
             if needed:  # rows the open file must see one by one (Parquet fixing its schema)
                 self._process_records(run[:needed], blocked)
                 if tp in blocked:
                     return
                 run = run[needed:]
+                block = None  # prepared for the whole run
                 continue
-            done = self._put_block(tp, run, blocked)
+            done = self._put_block(tp, run, blocked, block)
+            block = None
             if tp in blocked:
                 return
             if done:
@@ -476,10 +560,15 @@ class SinkRuntime:
             run = run[step:]
             step = min(2 * step, SLOW_SLICE)
 
-    def _put_block(self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition]) -> int:
-        """Put ``run`` as one block; returns how many messages were written (a prefix)."""
+    def _put_block(
+        self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition],
+        block: MessageBlock | None = None,
+    ) -> int:
+        """Put ``run`` as one block (``block``, when already built); returns how many messages
+        were written (a prefix)."""
         assert self._blocks is not None  # noqa: S101 - only called when blocks are on
-        block = self._blocks(tp.topic, tp.partition, run)
+        if block is None:
+            block = self._blocks(tp.topic, tp.partition, run)
         if block is None:
             return 0
         try:

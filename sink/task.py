@@ -135,6 +135,8 @@ class SinkTask:
         runtime turns it on. Errors are raised by a later ``put``/``put_block``, naming the
         partition (``exc.partitions``) that must be rewound."""
         self._commit_pool: ThreadPoolExecutor | None = None
+        self._prepare_pool: ThreadPoolExecutor | None = None
+        """The thread :meth:`prepare_blocks` parses on (Arrow releases the GIL there)."""
         self._committing: dict[TopicPartition, list[_BackgroundCommit]] = {}
         self._commit_errors: dict[TopicPartition, BaseException] = {}
 
@@ -285,14 +287,40 @@ class SinkTask:
             state = self._partitions.get(TopicPartition(topic, partition))
             if state is None:
                 return 0
-            try:
-                path = self._partitioners[state.plan].path_for(SinkRecord(topic, partition, offset))
-            except PartitionError:
-                return 0
-            writer = self._pool.get((topic, partition, path))
-            if writer is None or writer.finished:  # put_block would open a new file
+            writer = self._block_writer(state, offset)
+            if writer is None:  # put_block would open a new file
                 return self._formats[state.plan].records_before_blocks()
             return writer.records_before_blocks()
+
+    def prepare_blocks(self, blocks: Sequence[MessageBlock]) -> int:
+        """Start the work :meth:`put_block` can do ahead for ``blocks`` (parsing, on a thread);
+        returns for how many blocks something was started.
+
+        Only for blocks that fit whole in their partition's open file; the caller then puts
+        them in order as usual, and may consume more messages meanwhile.
+        """
+        started = 0
+        with self._lock:
+            for block in blocks:
+                state = self._partitions.get(TopicPartition(block.topic, block.partition))
+                writer = None if state is None else self._block_writer(state, block.first_offset)
+                if writer is not None and len(block) <= writer.policy.room(writer.record_count):
+                    if self._prepare_pool is None:
+                        self._prepare_pool = ThreadPoolExecutor(
+                            max_workers=1, thread_name_prefix="kcql-sink-prepare"
+                        )
+                    started += writer.prepare_block(block, self._prepare_pool.submit)
+        return started
+
+    def _block_writer(self, state: _PartitionState, offset: int) -> PartitionWriter | None:
+        """The open file a block of ``state``'s partition starting at ``offset`` would go to."""
+        tp = state.tp
+        try:
+            path = self._partitioners[state.plan].path_for(SinkRecord(tp.topic, tp.partition, offset))
+        except PartitionError:
+            return None
+        writer = self._pool.get((tp.topic, tp.partition, path))
+        return None if writer is None or writer.finished else writer
 
     def put_block(self, block: MessageBlock) -> int:
         """Write a block of messages (the fast path of :mod:`sink.blocks`).
@@ -410,9 +438,10 @@ class SinkTask:
             if self._storage is not None:
                 self._storage.close()
             self._timer = None
-            if self._commit_pool is not None:
-                self._commit_pool.shutdown(wait=True)
-                self._commit_pool = None
+            for pool in (self._commit_pool, self._prepare_pool):
+                if pool is not None:
+                    pool.shutdown(wait=True)
+            self._commit_pool = self._prepare_pool = None
             self._commit_errors.clear()
 
     # -- writing ---------------------------------------------------------------------------------

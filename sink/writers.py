@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from formats.base import FileFormat, RecordFormatError
 from partitioners.base import FileMeta
@@ -94,6 +95,10 @@ class PartitionWriter:
     def records_before_blocks(self) -> int:
         """See :meth:`FormatWriter.records_before_blocks`."""
         return self._format_writer.records_before_blocks()
+
+    def prepare_block(self, block: MessageBlock, submit: Callable[..., Future[Any]]) -> bool:
+        """Let ``block`` start what it can do ahead for this file (see :meth:`MessageBlock.prepare`)."""
+        return block.prepare(self._format_writer, submit)
 
     def write_block(self, block: MessageBlock) -> bool:
         """Append a block of messages whole (see :mod:`sink.blocks`), or refuse it."""

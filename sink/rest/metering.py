@@ -147,6 +147,10 @@ class MeteredTask:
         probe = getattr(self.inner, "records_before_blocks", None)
         return 0 if probe is None else int(probe(topic, partition, offset))
 
+    def prepare_blocks(self, blocks: Sequence[Any]) -> int:
+        probe = getattr(self.inner, "prepare_blocks", None)
+        return 0 if probe is None else int(probe(blocks))
+
     def put_block(self, block: Any) -> int:
         """Blocks skip the converter, so their records are counted here (the written prefix only:
         the runtime converts the rest, and :class:`MeteredConverter` counts those)."""

@@ -615,8 +615,8 @@ def test_a_new_parquet_file_gets_its_first_rows_singly_and_no_block_is_refused(
     refused: list[int] = []
     write_lines = parquet_format.ParquetWriter.write_lines
 
-    def counting(self: parquet_format.ParquetWriter, data: bytes, count: int) -> bool:
-        taken = write_lines(self, data, count)
+    def counting(self: parquet_format.ParquetWriter, data: bytes, count: int, prepared: Any = None) -> bool:
+        taken = write_lines(self, data, count, prepared)
         if not taken:
             refused.append(count)
         return taken
@@ -646,3 +646,104 @@ def test_records_before_blocks_counts_down_to_the_freeze(tmp_path: Path) -> None
         assert task.put_block(block_of(msgs[1000:])) == 200
     finally:
         task.stop()
+
+
+# ------------------------------------------------ prepare_blocks: parsing ahead on another thread
+
+
+def _counting_parser(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    parse = parquet_format.LineParser.__call__
+
+    def counting(self: parquet_format.LineParser, data: bytes) -> Any:
+        calls.append(data.count(b"\n") + 1)
+        return parse(self, data)
+
+    monkeypatch.setattr(parquet_format.LineParser, "__call__", counting)
+    return calls
+
+
+def test_a_prepared_block_is_parsed_once_ahead_and_written_as_put_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting_parser(monkeypatch)
+    plan = plan_for(StoreFormat.PARQUET, count=5000)
+    msgs = messages([row(i) for i in range(1500)])
+    task = start(tmp_path / "b", plan)
+    try:
+        task.open([TP])
+        task.put(records_of(plan, msgs[:1000]))  # the file fixes its schema
+        blocks = [block_of(msgs[1000:1200]), block_of(msgs[1200:1500])]
+        assert task.prepare_blocks(blocks) == 2
+        assert all(b.prepared is not None for b in blocks)
+        assert [task.put_block(b) for b in blocks] == [200, 300]
+        assert calls == [200, 300], "parsed again instead of using the prepared table"
+        task.close([TP])
+    finally:
+        task.stop()
+    reference = start(tmp_path / "a", plan)
+    try:
+        reference.open([TP])
+        reference.put(records_of(plan, msgs))
+        reference.close([TP])
+    finally:
+        reference.stop()
+    assert decoded(committed(tmp_path / "a")) == decoded(committed(tmp_path / "b"))
+
+
+def test_a_block_prepared_for_a_file_that_is_gone_is_parsed_for_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file the block was prepared for was committed meanwhile (the timer, a rebalance): the
+    prepared table belongs to another file's parser and must not be used."""
+    calls = _counting_parser(monkeypatch)
+    plan = plan_for(StoreFormat.PARQUET, count=5000)
+    msgs = messages([row(i) for i in range(2200)])
+    task = start(tmp_path, plan)
+    try:
+        task.open([TP])
+        task.put(records_of(plan, msgs[:1000]))
+        block = block_of(msgs[2000:2100])
+        assert task.prepare_blocks([block]) == 1
+        task.close([TP])  # commits the file
+        task.open([TP])
+        task.put(records_of(plan, msgs[1000:2000]))  # a new file, schema fixed anew
+        assert task.put_block(block) == 100
+        assert calls == [100, 100]
+        task.close([TP])
+    finally:
+        task.stop()
+    assert sum(len(rows) for _, rows in decoded(committed(tmp_path)).values()) == 2100
+
+
+def test_blocks_that_do_not_fit_the_open_file_or_need_rows_first_are_not_prepared(tmp_path: Path) -> None:
+    plan = plan_for(StoreFormat.PARQUET, count=1100)
+    msgs = messages([row(i) for i in range(1200)])
+    task = start(tmp_path, plan)
+    try:
+        task.open([TP])
+        assert task.prepare_blocks([block_of(msgs[:10])]) == 0  # no file yet
+        task.put(records_of(plan, msgs[:500]))
+        assert task.prepare_blocks([block_of(msgs[500:510])]) == 0  # schema not fixed yet
+        task.put(records_of(plan, msgs[500:1000]))
+        assert task.prepare_blocks([block_of(msgs[1000:1200])]) == 0  # 200 > room of 100
+        assert task.prepare_blocks([block_of(msgs[1000:1100])]) == 1
+    finally:
+        task.stop()
+
+
+def test_the_runtime_forgets_held_runs_of_rebalanced_partitions(tmp_path: Path) -> None:
+    from sink.runtime import _Batch
+
+    runtime = SinkRuntime(
+        parse_connector_config({"name": "c", "config": {
+            "connector.class": "x", "topics": "t",
+            "connect.s3.kcql": "INSERT INTO bkt:pre SELECT * FROM t STOREAS `PARQUET`",
+            "connect.storage": "local", "connect.local.root": str(tmp_path),
+        }}),
+        RuntimeOptions("unused:9092"),
+    )
+    other = TopicPartition("t", 1)
+    runtime._held = _Batch([(TP, [], None), (other, [], None), (TP, [], None)], 1)
+    runtime._forget_held([TP])
+    assert [tp for tp, _, _ in runtime._held.runs] == [other]
