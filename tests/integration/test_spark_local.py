@@ -6,12 +6,15 @@ One shared Spark session; every check is batched into as few Spark jobs as possi
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from pathlib import Path
 
 import pytest
 
 from kcql.model import StoreFormat
 from spark_reader import register
+from spark_reader.views import view_frames
 from tests.unit.spark_reader import lenses_data as ld
 
 pytestmark = pytest.mark.spark
@@ -142,3 +145,79 @@ def test_a_corrupt_committed_file_fails_the_query_naming_the_file(spark, tmp_pat
         spark.sql("SELECT COUNT(*) FROM corrupt").collect()
     message = _spark_message(info.value)
     assert message.startswith("query failed: cannot decode bkt/" + bad + " as AVRO"), message
+
+
+def _two_topic_plan(fmt: StoreFormat, layout: str):
+    """A plan of ``layout`` with ``FROM `*```, so one view holds every topic written under it."""
+    plan = ld.plan(fmt, layout, prefix=f"tt_{fmt.value.lower()}_{layout.replace('-', '_')}")
+    return dataclasses.replace(plan, source="*")
+
+
+def test_native_views_equal_the_python_source_row_for_row(spark, tmp_path: Path) -> None:
+    """Spark's own readers (one scan without PARTITIONBY, a union of scans with it) give the same
+    columns, types and rows, per-file columns included, as the Python data source, which reads
+    each file by itself; litter is never read, and awkward characters in the root path (which
+    Spark percent-encodes in its file paths) do not break the per-file columns."""
+    from pyspark.sql import functions as F
+
+    root = tmp_path / "r o%25[t]é+,x" / "store"
+    put = ld.local_put(root / "bkt")
+    recs = ld.records("orders", partitions=3) + ld.records("refunds", partitions=2)
+    # every layout once; JSON (one scan too when unpartitioned) in the default layout only, to stay quick
+    plans = [_two_topic_plan(StoreFormat.PARQUET, layout) for layout in ld.LAYOUTS]
+    plans.append(_two_topic_plan(StoreFormat.JSON, "default"))
+    for p in plans:
+        ld.write_with_sink_libs(p, recs, put, tmp_path, per_file=3)  # 3 files per partition, and litter
+    config = {"connect.storage": "local", "connect.local.root": str(root)}
+    native = view_frames(spark, config, plans=plans, native=True)
+    python = view_frames(spark, config, plans=plans, native=False)
+
+    sides = []
+    for p in plans:
+        name = p.prefix
+        (df, description), (py, py_description) = native[name], python[name]
+        assert "spark native" in description and "python reader" in py_description
+        # the value has a `region` field, so PARTITIONBY region is `part_region`
+        pcols = [{"region": "part_region"}.get(f.display_name, f.display_name) for f in p.partition_by or ()]
+        tail = ["_topic", "_partition", "_file_first_offset", "_file_last_offset", "_file", *pcols]
+        assert df.columns[-len(tail) :] == tail == py.columns[-len(tail) :], name
+        assert dict(df.dtypes) == dict(py.dtypes), name
+        df.createOrReplaceTempView(name)
+        scans = spark.sql(f"EXPLAIN SELECT * FROM {name}").first()[0].count("FileScan ")  # noqa: S608
+        assert (scans == 1) == (not pcols), (name, scans)
+        for frame, side in ((df, 1), (py, -1)):
+            row = F.to_json(F.struct(*sorted(frame.columns)))
+            sides.append(frame.select(F.lit(name).alias("v"), row.alias("row"), F.lit(side).alias("side")))
+    # every row as JSON, counted +1 per native and -1 per Python copy: all rows must cancel out
+    rows = functools.reduce(lambda a, b: a.unionByName(b), sides).groupBy("v", "row")
+    rows = rows.agg(F.sum("side").alias("surplus"), F.sum((F.col("side") > 0).cast("int")).alias("n"))
+    views = rows.groupBy("v").agg(F.sum("n").alias("n"), F.sum(F.abs("surplus")).alias("unmatched"))
+    got = {r["v"]: (r["n"], r["unmatched"]) for r in views.collect()}
+    assert got == {p.prefix: (len(recs), 0) for p in plans}
+
+
+def test_filters_on_topic_and_partition_skip_the_files_of_other_partitions(spark, tmp_path: Path) -> None:
+    """Without PARTITIONBY a native view is one scan; a filter on ``_topic``/``_partition`` must
+    still keep Spark from opening the other partitions' files (here: unreadable ones)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    root = tmp_path / "store"
+    put = ld.local_put(root / "bkt")
+    recs = ld.records("orders", partitions=2) + ld.records("refunds", partitions=1)
+    p = _two_topic_plan(StoreFormat.PARQUET, "default")
+    keys = ld.write_with_sink_libs(p, recs, put, tmp_path)
+    register(spark, {"connect.storage": "local", "connect.local.root": str(root)}, plans=[p])
+    for key in keys:
+        if "/orders/1/" not in key:
+            put(key, b"not parquet at all")  # after register: the view's file list is fixed
+    kept = [r for r in recs if r.topic == "orders" and r.partition == 1]
+    row = spark.sql(
+        f"SELECT COUNT(*) n, SUM(id) s, COUNT(DISTINCT _file) f FROM {p.prefix} "  # noqa: S608
+        "WHERE _topic = 'orders' AND _partition = 1"
+    ).first()
+    files = sum(1 for k in keys if "/orders/1/" in k)
+    assert (row["n"], row["s"], row["f"]) == (len(kept), sum(r.value["id"] for r in kept), files)
+    assert files > 1 and len(keys) > 2 * files
+    with pytest.raises((PySparkException, Py4JJavaError), match="FAILED_READ_FILE"):  # read, so it fails
+        spark.sql(f"SELECT COUNT(*) FROM {p.prefix} WHERE _partition = 0").collect()  # noqa: S608
