@@ -26,8 +26,9 @@ handles). ``put``, ``open``, ``close``, ``pre_commit``, ``stop`` and every timer
 their whole duration, storage I/O included: a commit by the timer simply makes a concurrent
 ``put`` wait, which is the back-pressure we want, and no writer is ever used by two threads.
 The exception is :attr:`SinkTask.background_commits` (docs/exactly-once.md, "Background
-commits"): full files of ``put_block`` are committed on one thread without the lock, and every
-other commit, ``open``, ``close`` and ``stop`` wait for that thread first.
+commits"): full files of ``put_block`` are committed on commit threads without the lock (a
+partition's files in order), and every other commit, ``open``, ``close`` and ``stop`` wait for
+those threads first.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ __all__ = ["COMMIT_STEPS", "SinkTask"]
 log = logging.getLogger(__name__)
 
 MAX_BACKGROUND_COMMITS = 4
-"""Files committed on the background thread at most at once; one more waits for them."""
+"""Files handed to the commit threads at most at once (and threads); one more waits for them."""
 
 MAX_PATHS_AHEAD = 1000
 """Per-path offsets the index may hold ahead of ``committedOffset`` before the file holding the
@@ -92,7 +93,7 @@ class _PartitionState:
 
 @dataclass
 class _BackgroundCommit:
-    """A full file handed to the commit thread; it holds its partition's safe offset back."""
+    """A full file handed to a commit thread; it holds its partition's safe offset back."""
 
     writer: PartitionWriter
     state: _PartitionState
@@ -605,23 +606,32 @@ class SinkTask:
             self._drain()  # back-pressure: memory and staging space of finished files
             if state.failed is not None:
                 raise _naming(state.failed, state.tp)
-        # the commit thread runs jobs in order; committed_after only counts writers still open
-        # (the jobs before this one are committed first, or this one fails with them)
+        # a partition's jobs run in order; committed_after only counts writers still open (the
+        # partition's jobs before this one are committed first, or this one fails with them)
         job = _BackgroundCommit(writer, state, self._safe_offset_of_open(state, writer), reason)
         self._pool.remove(writer)
-        self._committing.setdefault(state.tp, []).append(job)
+        jobs = self._committing.setdefault(state.tp, [])
+        previous = jobs[-1].future if jobs else None
+        jobs.append(job)
         if self._commit_pool is None:
-            self._commit_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcql-sink-commit")
-        job.future = self._commit_pool.submit(self._run_background_commit, job)
+            self._commit_pool = ThreadPoolExecutor(
+                max_workers=MAX_BACKGROUND_COMMITS, thread_name_prefix="kcql-sink-commit"
+            )
+        job.future = self._commit_pool.submit(self._run_background_commit, job, previous)
 
     def _safe_offset_of_open(self, state: _PartitionState, excluding: PartitionWriter) -> int:
         first = self._pool.min_first_offset(state.tp, excluding)
         return state.high if first is None else first - 1
 
-    def _run_background_commit(self, job: _BackgroundCommit) -> None:
-        """On the commit thread, without the task lock: nothing else uses this writer any more,
-        and every other user of the partition's index waits for the thread first (:meth:`_drain`)."""
+    def _run_background_commit(self, job: _BackgroundCommit, previous: Future[None] | None) -> None:
+        """On a commit thread, without the task lock: nothing else uses this writer any more,
+        and every other user of the partition's index waits for these threads first
+        (:meth:`_drain`). Partitions commit in parallel; a partition's files one after the other
+        (``previous``, its file before this one, was submitted earlier to the same FIFO pool, so
+        it is running or done when this one starts: waiting for it cannot deadlock)."""
         assert self._committer is not None  # noqa: S101
+        if previous is not None:
+            wait([previous])
         state, writer = job.state, job.writer
         if state.failed is not None:
             raise state.failed  # an earlier file of this partition is not stored

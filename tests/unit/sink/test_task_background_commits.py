@@ -167,3 +167,49 @@ def test_the_runtime_rewinds_the_partition_a_failed_background_commit_names(
     both = {TP, TopicPartition("t", 1)}
     assert rewound == [both]
     assert blocked == both
+
+
+def test_partitions_commit_in_parallel_and_each_partition_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition 0's first upload hangs: partition 1's file is committed meanwhile, partition 0's
+    second file is not (it waits for the first, or the index would run ahead of the data)."""
+    task = background_task(tmp_path, count=100)
+    other = TopicPartition("t", 1)
+    task.open([other])
+    current = threading.local()
+    run = task._run_background_commit
+
+    def tagged(job, previous):  # type: ignore[no-untyped-def]
+        current.tp = job.state.tp
+        return run(job, previous)
+
+    monkeypatch.setattr(task, "_run_background_commit", tagged)
+    release = threading.Event()
+    hung = threading.Event()
+
+    def hang_partition_0(step: str) -> None:
+        if step == "after-upload" and current.tp == TP and not hung.is_set():
+            hung.set()
+            assert release.wait(10)
+
+    task.fault_hook = hang_partition_0
+    p0 = messages([row(i) for i in range(200)])
+    p1 = messages([row(1000 + i) for i in range(100)], partition=1)
+    try:
+        assert task.put_block(block_of(p0[:100])) == 100
+        assert hung.wait(10)
+        assert task.put_block(block_of(p0[100:])) == 100
+        assert task.put_block(block_of(p1)) == 100
+        for _ in range(200):
+            if ids_in(tmp_path):
+                break
+            threading.Event().wait(0.05)
+        threading.Event().wait(0.3)  # room for partition 0's second file, were it not waiting
+        assert ids_in(tmp_path) == list(range(1000, 1100)), "partition 1 waited, or partition 0 ran ahead"
+        release.set()
+        task.close([TP, other])
+        assert ids_in(tmp_path) == [*range(200), *range(1000, 1100)]
+    finally:
+        release.set()
+        task.stop()
