@@ -562,9 +562,9 @@ class SinkTask:
     def _commit_writer(self, writer: PartitionWriter, reason: str, background: bool = False) -> None:
         """Finish ``writer``'s file and commit it; it leaves the pool only once committed.
 
-        With ``background`` (and :attr:`background_commits` on) the file is handed to the
-        commit thread instead; every other commit first waits for those, so a partition's
-        files reach the index in order.
+        With ``background`` (and :attr:`background_commits` on) the file is handed to a commit
+        thread instead; every other commit first waits for those, so a partition's files reach
+        the index in order.
         """
         assert self._committer is not None  # noqa: S101
         if writer not in self._pool.for_partition(writer.tp):
@@ -620,6 +620,7 @@ class SinkTask:
         job.future = self._commit_pool.submit(self._run_background_commit, job, previous)
 
     def _safe_offset_of_open(self, state: _PartitionState, excluding: PartitionWriter) -> int:
+        """:meth:`_safe_offset` counting only the open writers (not the background commits)."""
         first = self._pool.min_first_offset(state.tp, excluding)
         return state.high if first is None else first - 1
 
@@ -774,7 +775,6 @@ class SinkTask:
                 )
             self._plan_by_topic[topic] = plan
         return plan
-
 
 
 def _naming(error: BaseException, tp: TopicPartition) -> BaseException:
