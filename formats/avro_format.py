@@ -4,9 +4,8 @@ The writer schema is the record's value schema (or the envelope schema built aro
 value schemas), logical types included. Schemaless values get a schema inferred per file (see
 :mod:`formats.schema_inference`); field names that are not valid Avro names are sanitized
 reversibly there. Rows are buffered only until the file's schema is fixed (the first
-``_FREEZE_ROWS`` records); after that fastavro encodes each
-record into its block buffer and writes a compressed block every ``sync_interval`` bytes, so
-memory stays bounded by one block.
+``_FREEZE_ROWS`` records); after that fastavro encodes each record into its block buffer and
+writes a compressed block every ``sync_interval`` bytes, so memory stays bounded by one block.
 """
 
 from __future__ import annotations
@@ -167,6 +166,7 @@ class AvroWriter(RowFileWriter):
         return self._reported
 
     def _finish(self) -> None:
+        self._call_start = self._buffered()  # every row came from a write() that returned
         if self._writer is None:
             if not self._pending:
                 # an empty file still gets a valid header so readers do not choke

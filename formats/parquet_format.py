@@ -358,6 +358,7 @@ class ParquetWriter(RowFileWriter):
         return self._reported
 
     def _finish(self) -> None:
+        self._call_start = self._buffered()  # every row came from a write() that returned
         if self._schema is None:
             if self._pending:
                 self._freeze()
