@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from formats._file import StagingWriter
-from formats.base import FormatSettings, RecordFormatError
+from formats.base import FormatError, FormatSettings, RecordFormatError
 from formats.envelope import envelope_avro_schema, envelope_row
 from formats.schema_evolution import Decision, SchemaEvolution, project
 from formats.schema_inference import IncompatibleSchemas, avro_names, infer, merge
@@ -22,7 +22,7 @@ from formats.schema_inference import IncompatibleSchemas, avro_names, infer, mer
 if TYPE_CHECKING:
     from sink.record import SinkRecord
 
-__all__ = ["RowBuilder", "RowFileWriter"]
+__all__ = ["RowBuilder", "RowFileWriter", "row_error"]
 
 
 _FLAT_TYPES = frozenset((str, float, bool, int, type(None)))
@@ -271,6 +271,18 @@ class RowBuilder:
         if self.key is not None and self.key.mode == "given":
             parts.append(("key", self.key.schema()))
         return parts
+
+
+def row_error(message: str, records: Sequence[SinkRecord], index: int, earlier: int) -> FormatError:
+    """The error for row ``index`` of a conversion whose first ``earlier`` rows came from earlier
+    ``write()`` calls: a record error of this call, or, for an earlier row (no longer reportable
+    on its own), a failure of the whole file, which is then discarded and replayed."""
+    if index < earlier:
+        return FormatError(
+            f"{message} ({records[index].where}), accepted in an earlier call; "
+            "the file is incomplete and must be discarded"
+        )
+    return RecordFormatError(message, records[index], index - earlier)
 
 
 class RowFileWriter(StagingWriter):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import fastavro
 from fastavro.write import Writer
 
-from formats._rows import RowBuilder, RowFileWriter
+from formats._rows import RowBuilder, RowFileWriter, row_error
 from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
 from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
 from formats.schema_inference import rename_for_avro
@@ -142,13 +142,9 @@ class AvroWriter(RowFileWriter):
                 writer.block_count = 0
                 for good in block:
                     write(good)
-                message = f"the value does not match its Avro schema: {exc}"
-                if index < earlier:
-                    raise FormatError(
-                        f"{message} ({records[index].where}), accepted in an earlier call; "
-                        "the file is incomplete and must be discarded"
-                    ) from exc
-                raise RecordFormatError(message, records[index], index - earlier) from exc
+                raise row_error(
+                    f"the value does not match its Avro schema: {exc}", records, index, earlier
+                ) from exc
             self._count += 1
             if writer.block_count == 0:  # fastavro just wrote the block out
                 block.clear()

@@ -24,7 +24,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
 
-from formats._rows import RowBuilder, RowFileWriter
+from formats._rows import RowBuilder, RowFileWriter, row_error
 from formats.arrow_schema import avro_to_arrow, value_column_schema
 from formats.base import (
     FileFormat,
@@ -261,13 +261,9 @@ class ParquetWriter(RowFileWriter):
                 try:
                     pa.RecordBatch.from_pylist(rows[bad : bad + 1], schema=self._schema)
                 except _CONVERT_ERRORS as exc:
-                    message = f"the value does not match its schema for Parquet: {exc}"
-                    if bad < earlier:
-                        raise FormatError(
-                            f"{message} ({records[bad].where}), accepted in an earlier call; "
-                            "the file is incomplete and must be discarded"
-                        ) from exc
-                    raise RecordFormatError(message, records[bad], bad - earlier) from exc
+                    raise row_error(
+                        f"the value does not match its schema for Parquet: {exc}", records, bad, earlier
+                    ) from exc
                 raise  # pragma: no cover - the batch failed but no single row does
         self._add(batch)
 
