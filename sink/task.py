@@ -552,9 +552,13 @@ class SinkTask:
 
     # -- committing ------------------------------------------------------------------------------
 
-    def _safe_offset(self, state: _PartitionState, excluding: PartitionWriter | None = None) -> int:
+    def _safe_offset(
+        self, state: _PartitionState, excluding: PartitionWriter | None = None, *, committing: bool = True
+    ) -> int:
+        """The highest offset below every record not yet committed; ``committing=False`` leaves
+        out the files with a background commit (they are committed first, in order)."""
         first = self._pool.min_first_offset(state.tp, excluding)
-        for job in self._committing.get(state.tp, ()):  # not committed yet, or failed
+        for job in self._committing.get(state.tp, ()) if committing else ():  # in flight or failed
             if job.writer.first_offset is not None and (first is None or job.writer.first_offset < first):
                 first = job.writer.first_offset
         return state.high if first is None else first - 1
@@ -608,7 +612,7 @@ class SinkTask:
                 raise _naming(state.failed, state.tp)
         # a partition's jobs run in order; committed_after only counts writers still open (the
         # partition's jobs before this one are committed first, or this one fails with them)
-        job = _BackgroundCommit(writer, state, self._safe_offset_of_open(state, writer), reason)
+        job = _BackgroundCommit(writer, state, self._safe_offset(state, writer, committing=False), reason)
         self._pool.remove(writer)
         jobs = self._committing.setdefault(state.tp, [])
         previous = jobs[-1].future if jobs else None
@@ -618,11 +622,6 @@ class SinkTask:
                 max_workers=MAX_BACKGROUND_COMMITS, thread_name_prefix="kcql-sink-commit"
             )
         job.future = self._commit_pool.submit(self._run_background_commit, job, previous)
-
-    def _safe_offset_of_open(self, state: _PartitionState, excluding: PartitionWriter) -> int:
-        """:meth:`_safe_offset` counting only the open writers (not the background commits)."""
-        first = self._pool.min_first_offset(state.tp, excluding)
-        return state.high if first is None else first - 1
 
     def _run_background_commit(self, job: _BackgroundCommit, previous: Future[None] | None) -> None:
         """On a commit thread, without the task lock: nothing else uses this writer any more,

@@ -173,42 +173,34 @@ def test_a_block_fills_the_open_file_before_starting_the_next(tmp_path: Path) ->
         task.stop()
 
 
-def test_timestamps_of_a_block_name_the_file_as_put_would(tmp_path: Path) -> None:
-    plan = plan_for(count=100)
-    stamps = [(0, -1), (2, 900), (1, 50), (0, -1), (1, 700)]
-    msgs = messages([row(i) for i in range(5)], stamps=stamps)
+def keys_by_put_and_by_block(tmp_path: Path, plan: SinkPlan, msgs: Sequence[Message]) -> list[list[str]]:
+    """The committed keys of ``msgs`` written with ``put`` (first) and as one block (second)."""
     keys = []
     for label, by_block in (("a", False), ("b", True)):
         task = start(tmp_path / label, plan)
         try:
             task.open([TP])
             if by_block:
-                assert task.put_block(block_of(msgs)) == 5
+                assert task.put_block(block_of(msgs)) == len(msgs)
             else:
                 task.put(records_of(plan, msgs))
             task.close([TP])
         finally:
             task.stop()
         keys.append(sorted(committed(tmp_path / label)))
+    return keys
+
+
+def test_timestamps_of_a_block_name_the_file_as_put_would(tmp_path: Path) -> None:
+    stamps = [(0, -1), (2, 900), (1, 50), (0, -1), (1, 700)]
+    msgs = messages([row(i) for i in range(5)], stamps=stamps)
+    keys = keys_by_put_and_by_block(tmp_path, plan_for(count=100), msgs)
     assert keys[0] == keys[1] == ["pre/t/0/000000000004_50_900.json"]
 
 
 def test_a_block_without_any_timestamp_names_the_file_as_put_would(tmp_path: Path) -> None:
-    plan = plan_for(count=100)
     msgs = messages([row(i) for i in range(3)], stamps=[(0, -1)] * 3)
-    names = []
-    for label, by_block in (("a", False), ("b", True)):
-        task = start(tmp_path / label, plan)
-        try:
-            task.open([TP])
-            if by_block:
-                assert task.put_block(block_of(msgs)) == 3
-            else:
-                task.put(records_of(plan, msgs))
-            task.close([TP])
-        finally:
-            task.stop()
-        names.append(sorted(committed(tmp_path / label)))
+    names = keys_by_put_and_by_block(tmp_path, plan_for(count=100), msgs)
     assert names[0] == names[1] and len(names[0]) == 1
 
 
