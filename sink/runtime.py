@@ -28,7 +28,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Protocol
@@ -83,7 +84,10 @@ SLOW_SLICE = 512
 (see :meth:`SinkRuntime._process_run`, which starts with one and doubles)."""
 
 HELD_POLL = 0.01
-"""consume() timeout while a batch is held for its blocks to parse (:meth:`SinkRuntime.run`)."""
+"""consume() timeout while batches are held for their blocks to parse (:meth:`SinkRuntime.run`)."""
+
+HELD_BATCHES = 1
+"""Batches held at most while the next one is consumed and prepared (:meth:`SinkRuntime.run`)."""
 
 RETRIABLE_CONVERSION_PAUSE = 2.0
 """Seconds to wait before re-reading a partition whose record could not be converted for a
@@ -319,9 +323,9 @@ class SinkRuntime:
         self._pause = False
         """Set when a batch hit a retriable conversion error: pause before consuming again."""
         self._failure: BaseException | None = None
-        self._held: _Batch | None = None
-        """A consumed batch whose blocks are being prepared (parsed on another thread) while the
-        next batch is consumed; processed right after that consume() returns."""
+        self._held: deque[_Batch] = deque()
+        """Consumed batches whose blocks are being prepared (parsed on another thread) while the
+        next batches are consumed, oldest first (see :meth:`run`)."""
 
     def _build_converter(self, problems: list[ConfigProblem]) -> RecordConverter | None:
         props = self.cfg.props
@@ -410,28 +414,34 @@ class SinkRuntime:
             while not stop.is_set():
                 messages = consumer.consume(
                     num_messages=self.options.batch_size,
-                    timeout=HELD_POLL if self._held is not None else self.options.poll_timeout,
+                    timeout=HELD_POLL if self._held else self.options.poll_timeout,
                 )
                 if self._failure is not None:
                     raise self._failure
-                if self._held is not None:
-                    # the batch consumed before this one, whose blocks were parsed meanwhile
-                    held, self._held = self._held, None
-                    blocked = self._process_batch(held)
-                    if blocked and messages:  # consumed before they were seeked back: stale
-                        messages = [m for m in messages if m.error() is not None or _tp(m) not in blocked]
-                if messages:
-                    batch = self._batch(messages)
-                    if batch is not None and batch.prepared:
-                        self._held = batch  # processed after the next consume()
-                    elif batch is not None:
-                        self._process_batch(batch)
+                # prepared before the batches held before it are written, so it parses meanwhile
+                self._advance(self._batch(messages) if messages else None)
                 if time.monotonic() >= next_commit:
                     self._commit()
                     next_commit = time.monotonic() + self.options.commit_interval
             self._commit()
         finally:
             self._shutdown()
+
+    def _advance(self, batch: _Batch | None) -> None:
+        """Hold ``batch`` (``None``: the last consume() returned nothing) and write what is due.
+
+        Batches are written in the order consumed. One whose blocks are being prepared (parsed
+        on another thread) waits while up to :data:`HELD_BATCHES` later ones are consumed;
+        everything held is written as soon as a batch with nothing to prepare arrives or a
+        consume() comes back empty, so nothing waits on an idle topic.
+        """
+        held = self._held
+        if batch is not None:
+            held.append(batch)
+        while held and (len(held) > HELD_BATCHES or batch is None or not held[-1].prepared):
+            blocked = self._process_batch(held.popleft())
+            if blocked:  # what later held batches have of partitions seeked back is stale
+                self._forget_held(blocked)
 
     def _process(self, messages: list[Message]) -> None:
         """Process one consumed batch now."""
@@ -467,12 +477,13 @@ class SinkRuntime:
             time.sleep(min(self.errors.retry_interval_ms / 1000, RETRIABLE_CONVERSION_PAUSE))
         return blocked
 
-    def _forget_held(self, tps: Sequence[TopicPartition]) -> None:
-        """A rebalance changed ``tps``: what the held batch has of them is stale (the new owner,
-        maybe this task again, resumes from the last commit)."""
-        if self._held is not None and tps:
+    def _forget_held(self, tps: Collection[TopicPartition]) -> None:
+        """What the held batches have of ``tps`` is stale: a rebalance moved them (the new owner,
+        maybe this task again, resumes from the last commit), or they were seeked back."""
+        if self._held and tps:
             changed = set(tps)
-            self._held.runs = [item for item in self._held.runs if item[0] not in changed]
+            for batch in self._held:
+                batch.runs = [item for item in batch.runs if item[0] not in changed]
 
     def _prepare(
         self, runs: list[tuple[TopicPartition, list[Message]]]

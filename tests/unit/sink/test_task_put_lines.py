@@ -735,7 +735,57 @@ def test_the_runtime_forgets_held_runs_of_rebalanced_partitions(tmp_path: Path) 
         }}),
         RuntimeOptions("unused:9092"),
     )
-    other = TopicPartition("t", 1)
-    runtime._held = _Batch([(TP, [], None), (other, [], None), (TP, [], None)], 1)
+    other, third = TopicPartition("t", 1), TopicPartition("t", 2)
+    runtime._held.append(_Batch([(TP, [], None), (other, [], None), (TP, [], None)], 1))
+    runtime._held.append(_Batch([(third, [], None), (TP, [], None)], 1))
     runtime._forget_held([TP])
-    assert [tp for tp, _, _ in runtime._held.runs] == [other]
+    assert [[tp for tp, _, _ in batch.runs] for batch in runtime._held] == [[other], [third]]
+
+
+def test_the_runtime_writes_held_batches_in_order_and_drops_runs_seeked_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prepared batch waits for the next consume(); an unprepared one or an empty consume()
+    writes everything held first; a partition seeked back loses its runs in later held batches."""
+    from sink import runtime as runtime_module
+    from sink.runtime import _Batch
+
+    runtime = SinkRuntime(
+        parse_connector_config({"name": "c", "config": {
+            "connector.class": "x", "topics": "t",
+            "connect.s3.kcql": "INSERT INTO bkt:pre SELECT * FROM t STOREAS `PARQUET`",
+            "connect.storage": "local", "connect.local.root": str(tmp_path),
+        }}),
+        RuntimeOptions("unused:9092"),
+    )
+    other = TopicPartition("t", 1)
+    written: list[str] = []
+    seeks = {"b": {TP}}  # writing batch "b" seeks TP back
+
+    def process(batch: _Batch) -> set[TopicPartition]:
+        name = batch.runs[0][1][0]
+        written.append(f"{name}:" + ",".join(str(tp.partition) for tp, _, _ in batch.runs))
+        return seeks.get(name, set())
+
+    monkeypatch.setattr(runtime, "_process_batch", process)
+
+    def batch(name: str, *tps: TopicPartition, prepared: int = 1) -> _Batch:
+        return _Batch([(tp, [name], None) for tp in tps], prepared)
+
+    monkeypatch.setattr(runtime_module, "HELD_BATCHES", 1)
+    runtime._advance(batch("a", TP))
+    assert written == []  # held while the next batch is consumed
+    runtime._advance(batch("b", TP, other))
+    assert written == ["a:0"]
+    runtime._advance(batch("c", other, TP))
+    assert written == ["a:0", "b:0,1"]
+    runtime._advance(None)  # nothing more consumed: write what is held, minus TP's stale run
+    assert written == ["a:0", "b:0,1", "c:1"] and not runtime._held
+
+    written.clear()
+    monkeypatch.setattr(runtime_module, "HELD_BATCHES", 2)
+    runtime._advance(batch("d", TP))
+    runtime._advance(batch("e", other))
+    assert written == []
+    runtime._advance(batch("f", TP, prepared=0))  # nothing to prepare: no reason to wait
+    assert written == ["d:0", "e:1", "f:0"] and not runtime._held
