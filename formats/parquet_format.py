@@ -161,6 +161,8 @@ class ParquetWriter(RowFileWriter):
         self._parser: LineParser | None = None
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
         self._out: pa.NativeFile | None = None
+        self._encoded = 0
+        """Bytes Arrow has written to the staging file (as of the last look)."""
 
     def _buffered(self) -> int:
         return len(self._pending)
@@ -365,8 +367,9 @@ class ParquetWriter(RowFileWriter):
     def bytes_written(self) -> int:
         # buffered Arrow bytes shrink when encoded and compressed; never report a drop
         buffered = self._batch_bytes + self._pending_bytes + _ROW_ESTIMATE * len(self._small)
-        written = self._out.tell() if self._out is not None else 0
-        self._reported = max(self._reported, written + buffered)
+        if self._out is not None and not self._out.closed:
+            self._encoded = self._out.tell()
+        self._reported = max(self._reported, self._encoded + buffered)
         return self._reported
 
     def _finish(self) -> None:
@@ -399,6 +402,7 @@ class ParquetWriter(RowFileWriter):
 
     def _close_native(self) -> None:
         if self._out is not None and not self._out.closed:
+            self._encoded = self._out.tell()  # bytes_written stays readable after close
             self._out.close()
 
     def _abort_encoder(self) -> None:

@@ -63,6 +63,28 @@ def test_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert pq.read_table(path, columns=["id"]).column("id").to_pylist() == list(range(5000))
 
 
+def test_bytes_written_follows_the_encoded_file_and_outlives_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrow writes the file through its own handle; the size the flush policy reads is still the
+    file's, also after close (a timer may look at a writer a commit thread just finished)."""
+    monkeypatch.setattr(parquet_format, "_ROW_GROUP_ROWS", 1000)
+    path = tmp_path / "x.parquet"
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(path)
+    assert writer.write(orders(1000)) == 1000  # one row group encoded
+    encoded = path.stat().st_size
+    assert encoded > 0 and writer.bytes_written >= encoded
+    writer.close()
+    assert writer.bytes_written >= path.stat().st_size > encoded
+    assert pq.read_table(path).num_rows == 1000
+
+    aborted = tmp_path / "aborted.parquet"
+    writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(aborted)
+    writer.write(orders(1000))
+    writer.abort()
+    assert writer._out is not None and writer._out.closed  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("codec", supported_codecs(StoreFormat.PARQUET))
 def test_envelope(tmp_path: Path, codec: str) -> None:
     recs = [*orders(4), record(9, None, key="k9", key_schema="string", timestamp=None)]
