@@ -39,6 +39,9 @@ TARGETS = {
     "avro_to_parquet_local": ("ratio_to_bare", 0.35),
 }
 QUIX_PEER = {"json_to_json_local": "quix_json_local", "json_to_parquet_local": "quix_parquet_local"}
+REPEAT = 3
+"""Rounds of a full run, each timing every contender once, bare consume included; a contender's
+fastest round counts (see :func:`best_of`)."""
 
 
 def say(text: str = "") -> None:
@@ -48,6 +51,22 @@ def say(text: str = "") -> None:
 
 def s3_listing(client: Any, bucket: str, prefix: str) -> Any:
     return lambda: h.s3_keys(client, bucket, prefix)
+
+
+def best_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fastest of repeated timings of one contender, with every sample's seconds attached.
+
+    On a shared 2-core machine a single timing can lose a third to a neighbour's burst, and the
+    ratios divide two such timings. The fastest of a few is the least disturbed, and bare consume
+    (the ceiling) gets the same treatment, so this raises the bar as much as the scores.
+    """
+    best = dict(min(results, key=lambda r: r["seconds"]))
+    best["samples_s"] = [round(r["seconds"], 3) for r in results]
+    return best
+
+
+def samples(result: dict[str, Any]) -> str:
+    return "best of " + ", ".join(f"{s:.2f}" for s in result["samples_s"]) + " s"
 
 
 def profile_summary(path: Path, top: int = 18) -> str:
@@ -64,6 +83,7 @@ def profile_summary(path: Path, top: int = 18) -> str:
 def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
     from tests.fixtures.seaweedfs import make_client, start_seaweedfs
 
+    repeat = 1 if quick else REPEAT
     small = 30_000 if quick else 300_000
     big = 6_000 if quick else 60_000
     wide = 10_000 if quick else 50_000
@@ -94,11 +114,6 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
             f"~{json_big.value_bytes // big} B JSON, {small:,} x ~{avro.value_bytes // small} B Avro, "
             f"{wide:,} wide in {time.monotonic() - t:.1f} s")
 
-        bare = {d.topic: h.bare_consume(broker.bootstrap, d) for d in (json_small, json_big, avro)}
-        for topic, b in bare.items():
-            say(f"bare consume {topic}: {b['rps']:,.0f} rec/s (first record {b['first_record_s']:.2f} s "
-                "after assignment)")
-
         local = h.local_storage(root)
         jc = h.JSON_CONVERTERS
         ac = h.avro_converters(registry)
@@ -106,28 +121,49 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         def local_keys(name: str) -> Any:
             return lambda: h.local_keys(root / "bench" / name)
 
+        def s3_keys(name: str) -> Any:
+            return s3_listing(s3, "bench", f"{name}/")
+
         plan = [
-            ("json_to_json_local", json_small, "JSON", jc, local, local_keys("json_to_json_local")),
-            ("json_to_parquet_local", json_small, "PARQUET", jc, local, local_keys("json_to_parquet_local")),
-            ("avro_to_parquet_local", avro, "PARQUET", ac, local, local_keys("avro_to_parquet_local")),
-            ("json_to_avro_local", json_small, "AVRO", jc, local, local_keys("json_to_avro_local")),
-            ("json_to_parquet_s3", json_small, "PARQUET", jc, seaweed.endpoint.connect_config(),
-             s3_listing(s3, "bench", "json_to_parquet_s3/")),
-            ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys("json1k_to_json_local")),
-            ("json1k_to_parquet_local", json_big, "PARQUET", jc, local,
-             local_keys("json1k_to_parquet_local")),
+            ("json_to_json_local", json_small, "JSON", jc, local, local_keys),
+            ("json_to_parquet_local", json_small, "PARQUET", jc, local, local_keys),
+            ("avro_to_parquet_local", avro, "PARQUET", ac, local, local_keys),
+            ("json_to_avro_local", json_small, "AVRO", jc, local, local_keys),
+            ("json_to_parquet_s3", json_small, "PARQUET", jc, seaweed.endpoint.connect_config(), s3_keys),
+            ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys),
+            ("json1k_to_parquet_local", json_big, "PARQUET", jc, local, local_keys),
         ]
+        quix = (("quix_json_local", "json"), ("quix_parquet_local", "parquet"))
+        # Rounds, each timing every contender once: a slow minute of the machine then costs one
+        # sample of several contenders, not every sample of one.
+        bare_samples: dict[str, list[dict[str, Any]]] = {}
+        samples_by_run: dict[str, list[dict[str, Any]]] = {}
+        for round_no in range(1, repeat + 1):
+            for d in (json_small, json_big, avro):
+                bare_samples.setdefault(d.topic, []).append(h.bare_consume(broker.bootstrap, d))
+            for name, data, fmt, conv, storage, keys in plan:
+                # round 1 writes under the run's own name (Spark reads json_to_parquet_local)
+                out = name if round_no == 1 else f"{name}-{round_no}"
+                samples_by_run.setdefault(name, []).append(
+                    h.run_sink(out, data, fmt, conv, storage, keys(out), broker.bootstrap, work / "logs"))
+            for name, fmt in quix:
+                samples_by_run.setdefault(name, []).append(
+                    h.run_quix(f"{name}{round_no}", json_small, fmt, broker.bootstrap, work / "quix"))
+            if repeat > 1:
+                say(f"round {round_no} of {repeat} done")
+
+        bare = {topic: best_of(got) for topic, got in bare_samples.items()}
+        for topic, b in bare.items():
+            say(f"bare consume {topic}: {b['rps']:,.0f} rec/s (first record {b['first_record_s']:.2f} s "
+                f"after assignment; {samples(b)})")
         runs: list[dict[str, Any]] = []
-        for name, data, fmt, conv, storage, keys in plan:
-            r = h.run_sink(name, data, fmt, conv, storage, keys, broker.bootstrap, work / "logs")
-            r["bare_rps"] = bare[data.topic]["rps"]
+        topics = {name: data.topic for name, data, *_ in plan} | {name: json_small.topic for name, _ in quix}
+        for name in [*(item[0] for item in plan), *(name for name, _ in quix)]:
+            r = best_of(samples_by_run[name])
+            r["name"] = name
+            r["bare_rps"] = bare[topics[name]]["rps"]
             runs.append(r)
-            say(f"{name}: {r['rps']:,.0f} rec/s, peak RSS {r['peak_rss_mb']:.0f} MB")
-        for name, fmt in (("quix_json_local", "json"), ("quix_parquet_local", "parquet")):
-            r = h.run_quix(name, json_small, fmt, broker.bootstrap, work / "quix")
-            r["bare_rps"] = bare[json_small.topic]["rps"]
-            runs.append(r)
-            say(f"{name}: {r['rps']:,.0f} rec/s, peak RSS {r['peak_rss_mb']:.0f} MB")
+            say(f"{name}: {r['rps']:,.0f} rec/s, peak RSS {r['peak_rss_mb']:.0f} MB ({samples(r)})")
 
         wide_result = h.rss_with_open_partitions(wide_data, broker.bootstrap, root, work / "logs")
         say(f"1,000 open partitions: peak RSS {wide_result['peak_rss_mb']:.0f} MB "
@@ -166,8 +202,9 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
     result.update({
         "bare_consume_rps": bare_rps,
         "bare_consume": dict(bare),
+        "repeat": repeat,
         "runs": [{k: r[k] for k in ("name", "records", "rps", "mb_s", "ratio_to_bare", "ratio_to_quix",
-                                    "peak_rss_mb", "seconds", "bare_rps")} for r in runs],
+                                    "peak_rss_mb", "seconds", "bare_rps", "samples_s")} for r in runs],
         "rss_1000_partitions_mb": wide_result["peak_rss_mb"],
         "rss_1000_partitions_directories": int(wide_result["directories"]),
         "idle_visible_s": idle_s,
@@ -204,6 +241,8 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool]]:
 def table(result: dict[str, Any]) -> str:
     load = f"1-min load average {result['loadavg_start']:.1f} at start, {result['loadavg_end']:.1f} at end"
     bare = f"bare confluent-kafka consume: {result['bare_consume_rps']:,.0f} records/s (~170 B JSON)"
+    if result.get("repeat", 1) > 1:
+        load += f"; every timing the best of {result['repeat']}"
     lines = [f"{bare}; {load}", "",
              f"{'run':<26}{'records':>9}{'rec/s':>10}{'MB/s':>8}{'x bare':>8}{'x quix':>8}{'RSS MB':>8}"]
     for r in result["runs"]:
