@@ -724,10 +724,9 @@ def test_blocks_that_do_not_fit_the_open_file_or_need_rows_first_are_not_prepare
         task.stop()
 
 
-def test_the_runtime_forgets_held_runs_of_rebalanced_partitions(tmp_path: Path) -> None:
-    from sink.runtime import _Batch
-
-    runtime = SinkRuntime(
+def _parquet_runtime(tmp_path: Path) -> SinkRuntime:
+    """A runtime for a PARQUET statement that never connects (its loop helpers are tested)."""
+    return SinkRuntime(
         parse_connector_config({"name": "c", "config": {
             "connector.class": "x", "topics": "t",
             "connect.s3.kcql": "INSERT INTO bkt:pre SELECT * FROM t STOREAS `PARQUET`",
@@ -735,6 +734,12 @@ def test_the_runtime_forgets_held_runs_of_rebalanced_partitions(tmp_path: Path) 
         }}),
         RuntimeOptions("unused:9092"),
     )
+
+
+def test_the_runtime_forgets_held_runs_of_rebalanced_partitions(tmp_path: Path) -> None:
+    from sink.runtime import _Batch
+
+    runtime = _parquet_runtime(tmp_path)
     other, third = TopicPartition("t", 1), TopicPartition("t", 2)
     runtime._held.append(_Batch([(TP, [], None), (other, [], None), (TP, [], None)], 1))
     runtime._held.append(_Batch([(third, [], None), (TP, [], None)], 1))
@@ -750,14 +755,7 @@ def test_the_runtime_writes_held_batches_in_order_and_drops_runs_seeked_back(
     from sink import runtime as runtime_module
     from sink.runtime import _Batch
 
-    runtime = SinkRuntime(
-        parse_connector_config({"name": "c", "config": {
-            "connector.class": "x", "topics": "t",
-            "connect.s3.kcql": "INSERT INTO bkt:pre SELECT * FROM t STOREAS `PARQUET`",
-            "connect.storage": "local", "connect.local.root": str(tmp_path),
-        }}),
-        RuntimeOptions("unused:9092"),
-    )
+    runtime = _parquet_runtime(tmp_path)
     other = TopicPartition("t", 1)
     written: list[str] = []
     seeks = {"b": {TP}}  # writing batch "b" seeks TP back
