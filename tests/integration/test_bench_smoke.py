@@ -75,9 +75,12 @@ def test_table_targets_and_chart(tmp_path: Path) -> None:
 
 
 def test_best_of_keeps_the_fastest_timing_and_every_sample() -> None:
-    runs = [{"name": "x", "seconds": 1.2, "rps": 250.0}, {"name": "x", "seconds": 0.9, "rps": 333.3},
-            {"name": "x", "seconds": 1.0, "rps": 300.0}]
+    runs = [{"name": "x", "seconds": 1.2, "rps": 250.0, "peak_rss_mb": 120.0},
+            {"name": "x", "seconds": 0.9, "rps": 333.3, "peak_rss_mb": 100.0},
+            {"name": "x", "seconds": 1.0, "rps": 300.0, "peak_rss_mb": 140.0}]
     best = bench_run.best_of(runs)
     assert best["seconds"] == 0.9 and best["rps"] == 333.3 and best["samples_s"] == [1.2, 0.9, 1.0]
+    assert best["peak_rss_mb"] == 140.0  # memory: the worst round
+    assert "peak_rss_mb" not in bench_run.best_of([{"seconds": 1.0}])  # bare consume has none
     assert bench_run.samples(best) == "best of 1.20, 0.90, 1.00 s"
     assert "samples_s" not in runs[1]  # the inputs are left as they were
