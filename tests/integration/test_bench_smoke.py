@@ -73,7 +73,6 @@ def test_table_targets_and_chart(tmp_path: Path) -> None:
     json.dumps(result)  # the shape latest.json is written in
 
 
-
 def test_best_of_keeps_the_fastest_timing_and_every_sample() -> None:
     runs = [{"name": "x", "seconds": 1.2, "rps": 250.0, "peak_rss_mb": 120.0},
             {"name": "x", "seconds": 0.9, "rps": 333.3, "peak_rss_mb": 100.0},
