@@ -121,6 +121,20 @@ def block_of(msgs: Sequence[Message]) -> JsonLines:
     return block
 
 
+def put_only(root: Path, plan: SinkPlan, *puts: Sequence[Message]) -> dict[str, Any]:
+    """What a task commits when each of ``puts`` is one ``put`` of converted records, decoded:
+    the reference a task fed blocks must match."""
+    task = start(root, plan)
+    try:
+        task.open([TP])
+        for msgs in puts:
+            task.put(records_of(plan, msgs))
+        task.close([TP])
+    finally:
+        task.stop()
+    return decoded(committed(root))
+
+
 # -------------------------------------------------------------------------- put_block vs put
 
 
@@ -318,16 +332,8 @@ def test_a_parquet_file_takes_blocks_only_once_its_schema_is_fixed(tmp_path: Pat
         task.close([TP])
     finally:
         task.stop()
-    reference = start(tmp_path / "a", plan)
-    try:
-        reference.open([TP])
-        reference.put(records_of(plan, msgs[:10]))
-        reference.put(records_of(plan, msgs[10:1000]))
-        reference.put(records_of(plan, msgs[1000:]))
-        reference.close([TP])
-    finally:
-        reference.stop()
-    a, b = decoded(committed(tmp_path / "a")), decoded(committed(tmp_path / "b"))
+    a = put_only(tmp_path / "a", plan, msgs[:10], msgs[10:1000], msgs[1000:])
+    b = decoded(committed(tmp_path / "b"))
     assert list(a) == list(b) == ["pre/t/0/000000001299_10000_11299.parquet"]
     assert a == b
 
@@ -340,14 +346,6 @@ def test_a_parquet_block_is_taken_up_to_the_first_file_that_refuses_it(
     monkeypatch.setattr(parquet_format, "_FREEZE_ROWS", 5)
     plan = plan_for(StoreFormat.PARQUET, count=7)
     msgs = messages([row(i) for i in range(25)])
-    reference = start(tmp_path / "a", plan)
-    try:
-        reference.open([TP])
-        reference.put(records_of(plan, msgs[:5]))
-        reference.put(records_of(plan, msgs[5:]))
-        reference.close([TP])
-    finally:
-        reference.stop()
     task = start(tmp_path / "b", plan)
     try:
         task.open([TP])
@@ -357,7 +355,7 @@ def test_a_parquet_block_is_taken_up_to_the_first_file_that_refuses_it(
         task.close([TP])
     finally:
         task.stop()
-    a, b = decoded(committed(tmp_path / "a")), decoded(committed(tmp_path / "b"))
+    a, b = put_only(tmp_path / "a", plan, msgs[:5], msgs[5:]), decoded(committed(tmp_path / "b"))
     assert len(a) == 4
     assert a == b
 
@@ -377,16 +375,8 @@ def test_a_parquet_block_with_a_new_field_is_refused_and_put_rolls_the_file(tmp_
         task.close([TP])
     finally:
         task.stop()
-    reference = start(tmp_path / "a", plan)
-    try:
-        reference.open([TP])
-        reference.put(records_of(plan, msgs[:1000]))
-        reference.put(records_of(plan, msgs[1000:1050]))
-        reference.put(records_of(plan, msgs[1050:]))
-        reference.close([TP])
-    finally:
-        reference.stop()
-    a, b = decoded(committed(tmp_path / "a")), decoded(committed(tmp_path / "b"))
+    a = put_only(tmp_path / "a", plan, msgs[:1000], msgs[1000:1050], msgs[1050:])
+    b = decoded(committed(tmp_path / "b"))
     assert a == b
     assert [names for names, _ in a.values()] == [["id", "name", "amount"], ["id", "name", "amount", "extra"]]
 
@@ -673,14 +663,7 @@ def test_a_prepared_block_is_parsed_once_ahead_and_written_as_put_would(
         task.close([TP])
     finally:
         task.stop()
-    reference = start(tmp_path / "a", plan)
-    try:
-        reference.open([TP])
-        reference.put(records_of(plan, msgs))
-        reference.close([TP])
-    finally:
-        reference.stop()
-    assert decoded(committed(tmp_path / "a")) == decoded(committed(tmp_path / "b"))
+    assert put_only(tmp_path / "a", plan, msgs) == decoded(committed(tmp_path / "b"))
 
 
 def test_a_block_prepared_for_a_file_that_is_gone_is_parsed_for_the_new_one(
