@@ -28,12 +28,10 @@ _key = Message.key
 
 def keys_are_text(messages: Sequence[Message]) -> bool:
     """Whether every non-null key decodes as UTF-8 (what the StringConverter would require)."""
-    keys = [k for k in map(_key, messages) if k is not None]
-    if not keys:
-        return True
     try:
-        # an ASCII separator ends any multi-byte sequence, so this fails iff one key does
-        b"\n".join(keys).decode("utf-8")
+        # an ASCII separator ends any multi-byte sequence, so this fails iff one key does;
+        # filter(None, ...) drops null (and empty) keys without a Python-level loop
+        b"\n".join(filter(None, map(_key, messages))).decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
@@ -62,8 +60,10 @@ class MessageBlock:
 
     def timestamps(self) -> tuple[int | None, int | None]:
         """Smallest and largest record timestamp (epoch ms); ``None`` when no record has one."""
-        stamps = list(map(_timestamp, self.messages))
-        low, high = min(stamps), max(stamps)
+        # sorted() on the (type, ms) tuples: one comparison per message when they are in order,
+        # as they usually are, where min() and max() make two
+        stamps = sorted(map(_timestamp, self.messages))
+        low, high = stamps[0], stamps[-1]
         if low[0] and low[0] == high[0]:  # one timestamp type for all: tuples order by value
             return low[1], high[1]
         values = [ts for kind, ts in stamps if kind]

@@ -123,15 +123,16 @@ _topic = Message.topic
 _partition = Message.partition
 
 
-def _runs(messages: list[Message]) -> Iterator[tuple[str, int, list[Message]]]:
+def _runs(messages: list[Message], one_topic: bool = False) -> Iterator[tuple[str, int, list[Message]]]:
     """Split a consumed batch into runs of consecutive messages of one topic partition.
 
     librdkafka hands out each fetched partition's messages together, so a batch is a few long
-    runs; the grouping runs in C (``groupby`` with a method descriptor as key).
+    runs; the grouping runs in C (``groupby`` with a method descriptor as key). ``one_topic``:
+    the consumer subscribes to one topic by name, so a run's topics need no checking.
     """
     for partition, group in groupby(messages, key=_partition):
         run = list(group)
-        if len(set(map(_topic, run))) == 1:
+        if one_topic or len(set(map(_topic, run))) == 1:
             yield run[0].topic() or "", partition or 0, run
         else:  # several topics subscribed, same partition number in a row
             for topic, sub in groupby(run, key=_topic):
@@ -300,6 +301,8 @@ class SinkRuntime:
             resolve_subscription(cfg.props, self.plans) if self.plans else ([], [])
         )
         problems += sub_problems
+        self._one_topic = len(self.subscription) == 1 and not self.subscription[0].startswith("^")
+        """Subscribed to one topic by name (not a regex): every message comes from it."""
         problems += consumer_override_problems(cfg.props)
         if problems:
             raise ConfigError(problems)
@@ -457,7 +460,10 @@ class SinkRuntime:
             return None
         if self._blocks is None:
             return _Batch([(None, messages, None)], 0)
-        runs = [(TopicPartition(topic, partition), run) for topic, partition, run in _runs(messages)]
+        runs = [
+            (TopicPartition(topic, partition), run)
+            for topic, partition, run in _runs(messages, self._one_topic)
+        ]
         blocks, prepared = self._prepare(runs)
         return _Batch([(tp, run, block) for (tp, run), block in zip(runs, blocks, strict=True)], prepared)
 

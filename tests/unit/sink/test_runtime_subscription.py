@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import Message
 
 import kcql
 from kcql.errors import ConfigError
 from sink.config_files import parse_connector_config
-from sink.runtime import RuntimeOptions, SinkRuntime, consumer_config, resolve_subscription
+from sink.runtime import RuntimeOptions, SinkRuntime, _runs, consumer_config, resolve_subscription
 
 MISSING = "Can't find the KCQL for source topic [{}]. The topics defined via [topics] or [topics.regex]"
 
@@ -79,3 +80,38 @@ def test_a_kcql_syntax_error_is_a_config_problem_with_its_position():
         SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda: None)
     (problem,) = [p for p in err.value.problems if p.key == "connect.s3.kcql"]
     assert "line 1" in problem.why
+
+
+def _message(topic: str, partition: int, offset: int) -> Message:
+    return Message(topic=topic, partition=partition, offset=offset, value=b"{}")
+
+
+def test_a_batch_splits_into_runs_of_one_topic_partition():
+    # same partition number, two topics in a row: two runs, unless one topic is subscribed
+    batch = [_message("a", 0, 1), _message("a", 0, 2), _message("b", 0, 7), _message("a", 1, 5)]
+    runs = [(t, p, [m.offset() for m in run]) for t, p, run in _runs(batch)]
+    assert runs == [("a", 0, [1, 2]), ("b", 0, [7]), ("a", 1, [5])]
+    single = [_message("a", 0, 1), _message("a", 0, 2), _message("a", 1, 5)]
+    assert [(t, p, len(run)) for t, p, run in _runs(single, one_topic=True)] == [("a", 0, 2), ("a", 1, 1)]
+
+
+ONE = "INSERT INTO b:p SELECT * FROM a"
+TWO = "INSERT INTO b:p SELECT * FROM a; INSERT INTO b:q SELECT * FROM b"
+
+
+@pytest.mark.parametrize(
+    ("statements", "props", "one_topic"),
+    [
+        (ONE, {"topics": "a"}, True),
+        (ONE, {}, True),  # topics default to the statements' sources
+        (TWO, {"topics": "a,b"}, False),
+        (TWO, {}, False),
+        (ONE, {"topics.regex": "a"}, False),  # a regex may match more topics later
+    ],
+)
+def test_runs_skip_the_topic_check_only_for_one_named_topic(
+    statements: str, props: dict[str, str], one_topic: bool
+):
+    cfg = parse_connector_config({"name": "n", "config": {"connect.s3.kcql": statements, **props}})
+    runtime = SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda: None)
+    assert runtime._one_topic is one_topic
