@@ -128,14 +128,15 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         def s3_keys(name: str) -> Any:
             return s3_listing(s3, "bench", f"{name}/")
 
+        s3_conf, local_poll, s3_poll = seaweed.endpoint.connect_config(), h.LOCAL_POLL_S, h.S3_POLL_S
         plan = [
-            ("json_to_json_local", json_small, "JSON", jc, local, local_keys),
-            ("json_to_parquet_local", json_small, "PARQUET", jc, local, local_keys),
-            ("avro_to_parquet_local", avro, "PARQUET", ac, local, local_keys),
-            ("json_to_avro_local", json_small, "AVRO", jc, local, local_keys),
-            ("json_to_parquet_s3", json_small, "PARQUET", jc, seaweed.endpoint.connect_config(), s3_keys),
-            ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys),
-            ("json1k_to_parquet_local", json_big, "PARQUET", jc, local, local_keys),
+            ("json_to_json_local", json_small, "JSON", jc, local, local_keys, local_poll),
+            ("json_to_parquet_local", json_small, "PARQUET", jc, local, local_keys, local_poll),
+            ("avro_to_parquet_local", avro, "PARQUET", ac, local, local_keys, local_poll),
+            ("json_to_avro_local", json_small, "AVRO", jc, local, local_keys, local_poll),
+            ("json_to_parquet_s3", json_small, "PARQUET", jc, s3_conf, s3_keys, s3_poll),
+            ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys, local_poll),
+            ("json1k_to_parquet_local", json_big, "PARQUET", jc, local, local_keys, local_poll),
         ]
         quix = (("quix_json_local", "json"), ("quix_parquet_local", "parquet"))
         # Rounds, each timing every contender once: a slow minute of the machine then costs one
@@ -145,11 +146,12 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         for round_no in range(1, repeat + 1):
             for d in (json_small, json_big, avro):
                 bare_samples.setdefault(d.topic, []).append(h.bare_consume(broker.bootstrap, d))
-            for name, data, fmt, conv, storage, keys in plan:
+            for name, data, fmt, conv, storage, keys, poll_s in plan:
                 # round 1 writes under the run's own name (Spark reads json_to_parquet_local)
                 out = name if round_no == 1 else f"{name}-{round_no}"
                 samples_by_run.setdefault(name, []).append(
-                    h.run_sink(out, data, fmt, conv, storage, keys(out), broker.bootstrap, work / "logs"))
+                    h.run_sink(out, data, fmt, conv, storage, keys(out), broker.bootstrap, work / "logs",
+                               poll_s=poll_s))
             for name, fmt in quix:
                 samples_by_run.setdefault(name, []).append(
                     h.run_quix(f"{name}{round_no}", json_small, fmt, broker.bootstrap, work / "quix"))
