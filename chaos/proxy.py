@@ -30,11 +30,13 @@ import logging
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["ACTIONS", "FaultProxy", "Rule"]
@@ -101,6 +103,22 @@ class Rule:
         return True
 
 
+class _Server(ThreadingHTTPServer):
+    """Serves each connection on a daemon thread, and stays quiet about clients that vanish.
+
+    A chaos run SIGKILLs the sink with requests in flight; the kernel resets their connections,
+    and ``socketserver`` would print each reset as a traceback, burying the run's real output.
+    """
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            log.debug("client %s went away mid-request", client_address)
+            return
+        super().handle_error(request, client_address)
+
+
 class FaultProxy:
     """A threaded forwarding proxy on 127.0.0.1 (free port) in front of ``upstream``.
 
@@ -130,8 +148,7 @@ class FaultProxy:
         class Handler(_Handler):
             owner = proxy
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", 0), Handler)
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, daemon=True, name="fault-proxy")
         self._thread.start()
