@@ -446,12 +446,6 @@ class SinkRuntime:
             if blocked:  # what later held batches have of partitions seeked back is stale
                 self._forget_held(blocked)
 
-    def _process(self, messages: list[Message]) -> None:
-        """Process one consumed batch now."""
-        batch = self._batch(messages)
-        if batch is not None:
-            self._process_batch(batch)
-
     def _batch(self, messages: list[Message]) -> _Batch | None:
         """The batch's runs, their blocks built and handed to the task to prepare; None if empty."""
         if any(map(_error, messages)):

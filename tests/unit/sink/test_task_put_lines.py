@@ -2,7 +2,7 @@
 
 The task half: the same messages go to one task as blocks (``put_block``, then ``put`` for
 whatever it leaves) and to another as SinkRecords made by the runtime's converter (``put``); both
-must commit the same object keys with the same bytes. The runtime half: ``SinkRuntime._process``
+must commit the same object keys with the same bytes. The runtime half: ``SinkRuntime._advance``
 is fed the same consumed batches (real ``confluent_kafka.Message`` objects, no broker) with the
 block fast path on and off (``_blocks = None``); both must commit the same objects, skip the same
 records and fail, or not, alike.
@@ -389,7 +389,7 @@ KEY_STRING = "org.apache.kafka.connect.storage.StringConverter"
 def sink_batches(
     root: Path, fmt: str, count: int, batches: Sequence[Sequence[Message]], blocks: bool, **props: str
 ) -> dict[str, Any]:
-    """Feed ``batches`` to ``SinkRuntime._process`` as if consumed; return what was committed."""
+    """Feed ``batches`` to ``SinkRuntime._advance`` as if consumed; return what was committed."""
     config = {
         "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
         "topics": "t",
@@ -415,8 +415,9 @@ def sink_batches(
     try:
         runtime.task.open(tps)
         runtime.assigned.update(tps)
-        for batch in batches:
-            runtime._process(list(batch))
+        for batch in batches:  # the run loop's own steps, consumed batches held while they parse
+            runtime._advance(runtime._batch(list(batch)))
+        runtime._advance(None)  # an empty consume() writes what is still held
         runtime.task.close(tps)
     except Exception as exc:  # the runtime would stop the task with it
         failed = f"{type(exc).__name__}: {exc}"
