@@ -34,7 +34,7 @@ test: $(STAMP) system-deps lint
 
 # Embedded Tansu broker + local storage (or SeaweedFS with S3=1), sample data, the sink, a Spark SQL query.
 demo: $(STAMP)
-	$(PY) -m sink.demo $(if $(S3),--s3,)
+	$(PY) -m sink.quickstart.demo $(if $(S3),--s3,)
 
 # Throughput vs bare consume and quix-streams (own venv: bench/.venv-quix), RSS, latency, Spark.
 # QUICK=1: ~1 minute on fewer records, no profile. Writes bench/results/latest.json (+ .png).

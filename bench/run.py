@@ -97,7 +97,7 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
     result: dict[str, Any] = {"quick": quick, "started": datetime.now(UTC).isoformat(timespec="seconds"),
                               "machine": f"{platform.machine()} {platform.python_version()}",
                               "loadavg_start": os.getloadavg()[0]}
-    from sink.embedded import start_tansu
+    from sink.quickstart.embedded import start_tansu
 
     broker = start_tansu()
     with contextlib.ExitStack() as stack:

@@ -22,7 +22,7 @@ from typing import Any
 
 from chaos.crash import REPO, S3Target, Scenario, run_scenario
 from chaos.proxy import FaultProxy
-from sink.embedded import make_client, start_seaweedfs, start_tansu
+from sink.quickstart.embedded import make_client, start_seaweedfs, start_tansu
 
 log = logging.getLogger("chaos")
 

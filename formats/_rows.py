@@ -20,7 +20,7 @@ from formats.schema_evolution import Decision, SchemaEvolution, project
 from formats.schema_inference import IncompatibleSchemas, avro_names, infer, merge
 
 if TYPE_CHECKING:
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = ["RowBuilder", "RowFileWriter", "row_error"]
 

@@ -1,6 +1,6 @@
 """Avro schema -> Arrow schema, for PARQUET.
 
-Avro is the project's one schema language (see :mod:`sink.record`), so Parquet needs exactly this
+Avro is the project's one schema language (see :mod:`sink.records.record`), so Parquet needs exactly this
 mapping, chosen to be what Spark reads most naturally:
 
 ==========================================  =============================================

@@ -24,7 +24,7 @@ from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
 from formats.schema_inference import rename_for_avro
 
 if TYPE_CHECKING:
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = ["AvroFormat", "AvroWriter"]
 

@@ -20,7 +20,7 @@ from kcql.model import EnvelopeFields, StoreFormat
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = [
     "FileFormat", "FormatError", "FormatSettings", "FormatWriter", "PreparedLines", "RecordFormatError",
@@ -81,7 +81,7 @@ class FormatWriter(ABC):
     def write_lines(self, data: bytes, count: int, prepared: PreparedLines | None = None) -> bool:
         """Append ``count`` records given as one-line JSON objects joined by ``\\n``, or refuse.
 
-        The batch fast path for schemaless JSON (:mod:`sink.json_lines`): a writer that can take
+        The batch fast path for schemaless JSON (:mod:`sink.records.json_lines`): a writer that can take
         the block whole, exactly as :meth:`write` would have taken the parsed records, appends it
         and returns True. Otherwise it writes nothing and returns False, and the caller hands the
         same records to :meth:`write` one by one. ``prepared`` is ``data`` already being parsed by
@@ -109,7 +109,7 @@ class FormatWriter(ABC):
     def write_batch(self, batch: pa.RecordBatch, schema: Any) -> bool:
         """Append an Arrow batch of records whose values were written with Avro ``schema``, or refuse.
 
-        The batch fast path for Confluent Avro (:mod:`sink.avro_block`); same contract as
+        The batch fast path for Confluent Avro (:mod:`sink.records.avro_block`); same contract as
         :meth:`write_lines`: take it whole exactly as :meth:`write` would have taken the records,
         or write nothing and return False. The default refuses.
         """

@@ -18,7 +18,7 @@ from formats._file import StagingWriter
 from formats.base import FileFormat, FormatWriter, RecordFormatError
 
 if TYPE_CHECKING:
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = ["BytesFormat", "BytesWriter"]
 

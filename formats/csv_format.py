@@ -39,7 +39,7 @@ from formats.schema_evolution import Decision, SchemaEvolution
 from kcql.model import StoreFormat
 
 if TYPE_CHECKING:
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = ["CsvFormat", "CsvWriter"]
 

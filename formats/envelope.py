@@ -30,7 +30,7 @@ from formats.json_values import dumps
 from kcql.model import EnvelopeFields
 
 if TYPE_CHECKING:
-    from sink.record import Headers, Schema, SinkRecord
+    from sink.records.record import Headers, Schema, SinkRecord
 
 __all__ = [
     "HEADER_SCHEMA",

@@ -22,7 +22,7 @@ from formats.envelope import json_envelope
 from formats.json_values import dumps
 
 if TYPE_CHECKING:
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = ["JsonFormat", "JsonWriter"]
 

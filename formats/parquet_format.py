@@ -38,7 +38,7 @@ from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
 from formats.schema_evolution import Decision
 
 if TYPE_CHECKING:
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = ["ParquetFormat", "ParquetWriter"]
 

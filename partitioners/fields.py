@@ -18,7 +18,7 @@ from partitioners.render import to_text
 
 if TYPE_CHECKING:
     from kcql.model import Padding, PartitionField
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = [
     "KEY_NOT_PRIMITIVE",

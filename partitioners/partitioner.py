@@ -12,7 +12,7 @@ from partitioners.fields import SegmentFn, compile_field
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
 __all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "Partitioner", "default_path"]
 

@@ -1,6 +1,6 @@
 """Logging set-up for the ``kcql-sink`` command line. The library never configures handlers.
 
-Only :func:`sink.cli.main` calls :func:`configure_logging`, once, so that embedding kcql-sink in
+Only :func:`sink.cli.dispatch` calls :func:`configure_logging`, once, so that embedding kcql-sink in
 another program leaves that program's logging alone.
 """
 

@@ -1,6 +1,6 @@
 """The herder: supervises connectors and their tasks inside this worker process.
 
-Each task is a thread running :class:`sink.runtime.SinkRuntime` (one consumer of group
+Each task is a thread running :class:`sink.runtime.loop.SinkRuntime` (one consumer of group
 ``connect-<name>``); ``tasks.max`` > 1 starts that many threads in the same group, so Kafka splits
 the partitions between them, as Connect does. Threads (not processes) keep pause/resume, restart
 and metrics simple and immediate; the GIL caps one worker's CPU-bound throughput at about one
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kcql.errors import ConfigError
-from sink.config_files import ConnectorConfig, mask, parse_connector_config
-from sink.record import TopicPartition
+from sink.config.files import ConnectorConfig, mask, parse_connector_config
+from sink.records.record import TopicPartition
 from sink.rest.errors import RestError
 from sink.rest.metering import MeteredConverter, TaskMetrics, metered_factory
 from sink.rest.store import ConnectorRecord, StateStore
@@ -38,8 +38,8 @@ TaskFactory = Callable[[], Any]
 
 
 def default_task_factory() -> TaskFactory:
-    """``sink.task.SinkTask``, imported when a task starts (a missing module fails that task)."""
-    from sink.task import SinkTask
+    """``sink.task.task.SinkTask``, imported when a task starts (a missing module fails that task)."""
+    from sink.task.task import SinkTask
 
     return SinkTask  # type: ignore[no-any-return]
 
@@ -102,7 +102,7 @@ class TaskRunner:
 
     def _run(self, cfg: ConnectorConfig, bootstrap: str, stop: threading.Event) -> None:
         try:
-            from sink.runtime import RuntimeOptions, SinkRuntime
+            from sink.runtime.loop import RuntimeOptions, SinkRuntime
 
             runtime = SinkRuntime(
                 cfg,

@@ -4,7 +4,7 @@ The runtime is wrapped at two seams it already offers: the task factory (``SinkR
 task_factory=)``) and its record converter. :class:`MeteredTask` times ``put``/``pre_commit`` and
 learns which offsets became durable; :class:`MeteredConverter` counts records and bytes consumed
 per topic-partition, and :meth:`MeteredTask.put_block` counts those that skip the converter
-(:mod:`sink.blocks`). Both add a dict update per record or call, nothing more. Counters are plain
+(:mod:`sink.records.blocks`). Both add a dict update per record or call, nothing more. Counters are plain
 ints mutated by the task thread and read (copied) by request threads; a slightly stale read is
 fine for monitoring.
 
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sink.record import SinkRecord, TopicPartition
+from sink.records.record import SinkRecord, TopicPartition
 
 __all__ = [
     "LATENCY_BUCKETS",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcql.errors import ConfigError, ConfigProblem, KcqlError
-from sink.config_files import is_secret_key, mask
+from sink.config.files import is_secret_key, mask
 
 __all__ = [
     "CONNECTOR_CLASS",
@@ -179,10 +179,10 @@ def validate_config(config: Mapping[str, str | None]) -> list[ConfigProblem]:
 
     Assumes ``connector.class`` was already resolved by the caller.
     """
-    from sink.config import parse_settings
-    from sink.config_files import parse_connector_config
-    from sink.converters import converter_problems
-    from sink.runtime import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
+    from sink.config.files import parse_connector_config
+    from sink.config.settings import parse_settings
+    from sink.records.converters import converter_problems
+    from sink.runtime.loop import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
 
     problems: list[ConfigProblem] = [
         ConfigProblem(k, "", NULL_VALUE_ERROR) for k, v in config.items() if v is None

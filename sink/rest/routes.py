@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from sink.config_files import is_secret_key, mask
+from sink.config.files import is_secret_key, mask
 from sink.rest import offsets, plugins
 from sink.rest.errors import RestError
 from sink.rest.herder import Herder

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from sink.record import TopicPartition
+from sink.records.record import TopicPartition
 
 __all__ = ["WatermarkProbe"]
 

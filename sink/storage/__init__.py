@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from sink.config import StorageSettings
+from sink.config.settings import StorageSettings
 from sink.storage.base import (
     ObjectInfo,
     ObjectNotFound,

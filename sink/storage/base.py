@@ -1,7 +1,7 @@
 """The one small storage interface the committer and the exactly-once index need.
 
 Both backends (a local directory and S3) offer the same operations with the same guarantees, so
-the commit protocol in :mod:`sink.committer` is written once:
+the commit protocol in :mod:`sink.commit.committer` is written once:
 
 * objects appear atomically (no reader ever sees half a file);
 * ``put_*`` and ``copy`` can be conditional (``if_none_match``: only if the key does not exist;

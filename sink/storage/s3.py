@@ -31,7 +31,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from sink.config import S3Settings
+from sink.config.settings import S3Settings
 from sink.storage.base import (
     ObjectInfo,
     ObjectNotFound,

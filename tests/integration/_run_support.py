@@ -20,8 +20,8 @@ import fastavro
 import pyarrow.parquet as pq
 
 from partitioners import is_data_key
-from sink.config_files import ConnectorConfig, parse_connector_config
-from sink.runtime import RuntimeOptions, SinkRuntime
+from sink.config.files import ConnectorConfig, parse_connector_config
+from sink.runtime.loop import RuntimeOptions, SinkRuntime
 from tests.fixtures.tansu import FAST_CONSUMER
 
 __all__ = ["RunningSink", "decode", "fast_consumer_overrides", "local_files", "make_config", "wait_for"]

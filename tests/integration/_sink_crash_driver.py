@@ -1,4 +1,4 @@
-"""A child process that runs a :class:`sink.task.SinkTask` and is killed with SIGKILL mid-commit.
+"""A child process that runs a :class:`sink.task.task.SinkTask` and is killed with SIGKILL mid-commit.
 
 Run as ``python -m tests.integration._sink_crash_driver SPEC.json``. The spec says which connector
 config to start with, how many records to put (values ``{"id": i, "kind": "a"|"b"}`` on one
@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sink.record import SinkRecord, TopicPartition
-from sink.task import SinkTask
+from sink.records.record import SinkRecord, TopicPartition
+from sink.task.task import SinkTask
 
 TOPIC = "orders"
 PARTITION = 0
@@ -63,7 +63,7 @@ def _kill_after_storage_call(method: str, nth: int) -> None:
 
     This reaches crash points the commit hook cannot, e.g. in the middle of ``open``'s recovery.
     """
-    import sink.task as task_module
+    import sink.task.task as task_module
 
     real_create = task_module.create_storage
     calls = {"n": 0}

@@ -50,7 +50,7 @@ def make_backend(kind: str, tmp_path: Path, request: Any) -> Backend:
             "local", storage, bucket, {"connect.storage": "local", "connect.local.root": str(root)},
             walk, lambda key: (base / key).read_bytes(),
         )
-    from sink.config import parse_settings
+    from sink.config.settings import parse_settings
     from sink.storage.s3 import S3Storage
 
     endpoint = request.getfixturevalue("s3_endpoint")
@@ -114,7 +114,7 @@ def make_plan(spec: dict[str, Any]) -> Any:
 
 
 def make_record(offset: int, partition: int = 0) -> Any:
-    from sink.record import SinkRecord
+    from sink.records.record import SinkRecord
 
     return SinkRecord(
         TOPIC, partition, offset, timestamp=1_700_000_000_000 + offset,
@@ -126,7 +126,7 @@ def drive(task: Any, spec: dict[str, Any]) -> int:
     """Open partition 0, put records from the resume offset to ``spec['n']``; returns the resume offset."""
     import time
 
-    from sink.record import TopicPartition
+    from sink.records.record import TopicPartition
 
     tp = TopicPartition(TOPIC, 0)
     resume = task.open([tp]).get(tp, 0)
@@ -145,7 +145,7 @@ def _child_main(argv: list[str]) -> int:
     import signal
     import time
 
-    from sink.task import SinkTask
+    from sink.task.task import SinkTask
 
     spec = json.loads(argv[0])
     seen = {"count": 0}

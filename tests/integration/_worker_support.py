@@ -12,7 +12,7 @@ from typing import Any
 
 import requests
 
-from sink.embedded import free_port
+from sink.quickstart.embedded import free_port
 
 __all__ = ["REPO", "Worker"]
 

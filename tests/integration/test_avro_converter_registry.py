@@ -9,7 +9,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from sink.converters import (
+from sink.records.converters import (
     AVRO_CONVERTER,
     STRING_CONVERTER,
     ConversionError,

@@ -23,7 +23,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from sink.runtime import RuntimeOptions, SinkRuntime
+from sink.runtime.loop import RuntimeOptions, SinkRuntime
 from tests.integration._run_support import fast_consumer_overrides, local_files, make_config, wait_for
 
 PARTITIONS = 3

@@ -1,4 +1,4 @@
-"""Blocks (sink/blocks.py) change how fast records are written, never what is written.
+"""Blocks (sink/records/blocks.py) change how fast records are written, never what is written.
 
 The same topic, full of the records that force the per-record path (tombstones, multi-line JSON,
 garbage, keys the StringConverter rejects, schema changes, bodies that do not decode), is sunk
@@ -19,7 +19,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from sink.runtime import RuntimeOptions, SinkRuntime
+from sink.runtime.loop import RuntimeOptions, SinkRuntime
 from tests.integration._run_support import decode, fast_consumer_overrides, local_files, make_config, wait_for
 
 PARTITIONS = 3

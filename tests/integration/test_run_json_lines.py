@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from sink.runtime import RuntimeOptions, SinkRuntime
+from sink.runtime.loop import RuntimeOptions, SinkRuntime
 from tests.integration._run_support import fast_consumer_overrides, local_files, make_config, wait_for
 
 PARTITIONS = 3

@@ -1,6 +1,6 @@
 """The consumer loop against a real broker, with a recording task in place of the storage task.
 
-These pin the runtime's side of the contract with ``sink.task.SinkTask``: partitions resume where
+These pin the runtime's side of the contract with ``sink.task.task.SinkTask``: partitions resume where
 ``open`` says, Kafka offsets follow ``pre_commit`` and nothing else, poison records either stop the
 task with a message naming topic/partition/offset or go to the dead-letter topic with Connect's
 context headers, and a rebalance closes what it revokes.
@@ -18,9 +18,9 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kcql.errors import SinkError
-from sink.config_files import parse_connector_config
-from sink.record import SinkRecord, TopicPartition
-from sink.runtime import RuntimeOptions, SinkRuntime, TaskFailedError
+from sink.config.files import parse_connector_config
+from sink.records.record import SinkRecord, TopicPartition
+from sink.runtime.loop import RuntimeOptions, SinkRuntime, TaskFailedError
 from tests.fixtures.tansu import FAST_CONSUMER
 
 

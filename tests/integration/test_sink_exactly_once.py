@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from sink.committer import COMMIT_STEPS
-from sink.record import TopicPartition
-from sink.task import SinkTask
+from sink.commit.committer import COMMIT_STEPS
+from sink.records.record import TopicPartition
+from sink.task.task import SinkTask
 from tests.integration._sink_support import (
     TOPIC,
     Backend,

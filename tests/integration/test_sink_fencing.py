@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from kcql.errors import SinkError
-from sink.index import FencedError
-from sink.record import TopicPartition
-from sink.task import SinkTask
+from sink.commit.index import FencedError
+from sink.records.record import TopicPartition
+from sink.task.task import SinkTask
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, make_backend, raw_keys, read_json_records
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sink.record import SinkRecord, TopicPartition
-from sink.task import SinkTask
+from sink.records.record import SinkRecord, TopicPartition
+from sink.task.task import SinkTask
 from tests.integration._sink_support import make_backend
 
 ACCESS = "AKIAKCQLSINKLEAKTEST"

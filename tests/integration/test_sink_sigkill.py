@@ -1,6 +1,6 @@
 """Exactly-once under SIGKILL: a child process dies at every step of the commit sequence.
 
-For each commit step (:data:`sink.committer.COMMIT_STEPS`), each flush mode (count, size,
+For each commit step (:data:`sink.commit.committer.COMMIT_STEPS`), each flush mode (count, size,
 interval) and each backend (a local directory, a real SeaweedFS), the driver in
 ``_sink_crash_driver.py`` runs a task in a separate process and kills it with ``SIGKILL`` the
 second time it reaches that step (so committed files already exist next to the interrupted one).
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from sink.committer import COMMIT_STEPS
-from sink.record import TopicPartition
-from sink.task import SinkTask
+from sink.commit.committer import COMMIT_STEPS
+from sink.records.record import TopicPartition
+from sink.task.task import SinkTask
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, make_backend, raw_keys, read_json_records
 

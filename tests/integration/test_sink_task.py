@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from sink.index import FencedError
-from sink.record import TopicPartition
-from sink.task import SinkTask
+from sink.commit.index import FencedError
+from sink.records.record import TopicPartition
+from sink.task.task import SinkTask
 from tests.integration._sink_support import (
     TOPIC,
     Backend,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sink.record import TopicPartition
-from sink.task import SinkTask
+from sink.records.record import TopicPartition
+from sink.task.task import SinkTask
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, data_keys, make_backend, raw_keys, read_json_records
 

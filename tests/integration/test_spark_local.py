@@ -132,7 +132,7 @@ def test_a_corrupt_committed_file_fails_the_query_naming_the_file(spark, tmp_pat
     """A file that does not decode is an error naming it, never silently skipped rows."""
     from pyspark.errors import PythonException
 
-    from sink.commands.sql import _spark_message
+    from sink.cli.sql import _spark_message
 
     root = tmp_path / "store"
     put = ld.local_put(root / "bkt")

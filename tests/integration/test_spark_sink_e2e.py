@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from sink.cli import main as cli_main
-from sink.record import TopicPartition
-from sink.task import SinkTask
+from sink.records.record import TopicPartition
+from sink.task.task import SinkTask
 from spark_reader import register
 from spark_reader.catalog import list_files, view_specs
 from tests.unit.spark_reader import lenses_data as ld

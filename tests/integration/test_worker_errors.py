@@ -285,9 +285,9 @@ def test_basic_auth_guards_writes_only(kafka_bootstrap, topic_factory, tmp_path)
 def test_admin_loggers_and_tasks_config(worker, topic_factory, tmp_path):
     topic = topic_factory("adm")
     assert worker.get("/admin/loggers").json()["root"]["level"] in ("INFO", "WARN", "DEBUG")
-    changed = worker.put("/admin/loggers/sink.runtime", json={"level": "DEBUG"})
-    assert changed.status_code == 200 and changed.json()[0] == "sink.runtime"
-    one = worker.get("/admin/loggers/sink.runtime").json()
+    changed = worker.put("/admin/loggers/sink.runtime.loop", json={"level": "DEBUG"})
+    assert changed.status_code == 200 and changed.json()[0] == "sink.runtime.loop"
+    one = worker.get("/admin/loggers/sink.runtime.loop").json()
     assert one["level"] == "DEBUG" and isinstance(one["last_modified"], int)
     assert (
         error(worker.put("/admin/loggers/sink", json={"level": "LOUD"}), 404) == "invalid log level 'LOUD'."

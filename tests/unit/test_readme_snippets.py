@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sink.cli import build_parser, main
-from sink.config_files import parse_connector_config
+from sink.config.files import parse_connector_config
 from sink.rest.plugins import validate_config
 from sink.rest.routes import build_routes
 

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from sink.record import SinkRecord
+from sink.records.record import SinkRecord
 
 ADDRESS_SCHEMA: dict[str, Any] = {
     "type": "record",

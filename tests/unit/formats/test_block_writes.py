@@ -27,7 +27,7 @@ from formats import FormatError, FormatSettings, RecordFormatError, get_format
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import decode_columns, flat_fields
 from kcql.model import EnvelopeFields, StoreFormat
-from sink.record import SinkRecord
+from sink.records.record import SinkRecord
 
 # ---------------------------------------------------------------------------------------- helpers
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from formats import FormatSettings, RecordFormatError, get_format
 from kcql.model import StoreFormat
-from sink.record import SinkRecord
+from sink.records.record import SinkRecord
 
 FORMATS = [StoreFormat.PARQUET, StoreFormat.AVRO]
 

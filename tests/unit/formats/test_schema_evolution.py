@@ -14,7 +14,7 @@ import pytest
 from formats import FormatSettings
 from formats.schema_evolution import Decision, SchemaEvolution, can_read
 from kcql.model import StoreFormat
-from sink.record import SinkRecord
+from sink.records.record import SinkRecord
 from tests.unit.formats.records import record, write_rolling
 
 V1 = {

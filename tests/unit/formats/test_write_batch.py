@@ -2,7 +2,7 @@
 
 Every test writes the same records twice: once with ``write`` only (the per-record path), once
 with some of them as Arrow batches decoded by :func:`formats.avro_columns.decode_columns` (what an
-:class:`sink.avro_block.AvroBlock` hands the writer). The files are read back with
+:class:`sink.records.avro_block.AvroBlock` hands the writer). The files are read back with
 ``pyarrow.parquet``. Wherever ``write_batch`` refuses, it must return False and leave the writer
 exactly as it was: same ``record_count``, same ``bytes_written``, same file once closed.
 """
@@ -29,7 +29,7 @@ from formats import FormatSettings, get_format
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import decode_columns, flat_fields
 from kcql.model import EnvelopeFields, StoreFormat
-from sink.record import SinkRecord
+from sink.records.record import SinkRecord
 from tests.unit.formats.records import record
 from tests.unit.formats.test_avro_columns import flat_cases
 

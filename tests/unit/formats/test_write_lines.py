@@ -33,9 +33,9 @@ import formats.parquet_format as parquet_format
 from formats import FormatError, FormatSettings, RecordFormatError, get_format
 from formats.base import FormatWriter
 from kcql.model import EnvelopeFields, StoreFormat
-from sink.converters import ByteArrayConverter, ConversionError, JsonConverter, RecordConverter
-from sink.json_lines import json_lines
-from sink.record import SinkRecord
+from sink.records.converters import ByteArrayConverter, ConversionError, JsonConverter, RecordConverter
+from sink.records.json_lines import json_lines
+from sink.records.record import SinkRecord
 
 # ------------------------------------------------------------------------------------- the driver
 

@@ -36,7 +36,7 @@ def test_parse_one() -> None:
 def test_errors_are_sink_errors_and_value_errors() -> None:
     with pytest.raises(SinkError):
         kcql.parse("nonsense")
-    with pytest.raises(ValueError):  # sink.runtime catches ValueError
+    with pytest.raises(ValueError):  # sink.runtime.loop catches ValueError
         kcql.parse("INSERT INTO a SELECT * FROM t STOREAS ORC")
 
 

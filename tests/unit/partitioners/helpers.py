@@ -6,7 +6,7 @@ from typing import Any
 
 from kcql.model import FileNaming, Padding, PartitionField, SinkPlan
 from partitioners import FileMeta
-from sink.record import SinkRecord
+from sink.records.record import SinkRecord
 
 __all__ = ["field", "meta", "plan", "record"]
 

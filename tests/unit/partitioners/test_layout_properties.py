@@ -15,7 +15,7 @@ from partitioners import FileMeta, Partitioner, is_data_key, object_key, parse_k
 from partitioners.dates import DatePattern
 from partitioners.escaping import MISSING
 from partitioners.render import to_text
-from sink.record import SinkRecord
+from sink.records.record import SinkRecord
 
 ANY_TEXT = st.text(alphabet=st.characters(codec=None, categories=None), max_size=12)
 NAME = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="/\\"), min_size=1, max_size=8)

@@ -1,4 +1,5 @@
-"""sink/avro_block.py: which runs of Confluent Avro messages become one Arrow block, and what it carries.
+"""sink/records/avro_block.py: which runs
+ of Confluent Avro messages become one Arrow block, and what it carries.
 
 A block may only be built when every message is one the per-record path would turn into a row of
 the same flat schema; everything else (a tombstone, another wire header, a non-flat schema, a
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import flat_fields
-from sink.avro_block import AvroBlock, avro_block
+from sink.records.avro_block import AvroBlock, avro_block
 
 FLAT: dict[str, Any] = {
     "type": "record",
@@ -71,7 +72,7 @@ REGISTRY: dict[int, Any] = {
 class StubConverter:
     """What avro_block asks the AvroConverter: ``(writer schema, flat fields, Arrow schema)`` per id.
 
-    Mirrors :meth:`sink.converters.AvroConverter.columns` (None for a non-flat schema, the
+    Mirrors :meth:`sink.records.converters.AvroConverter.columns` (None for a non-flat schema, the
     registry's error for an unknown id) and records which ids were asked for.
     """
 

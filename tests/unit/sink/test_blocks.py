@@ -1,4 +1,5 @@
-"""Blocks (sink/blocks.py): which runs of messages may skip per-record conversion, and what they carry.
+"""Blocks (sink/records/blocks.py): which
+ runs of messages may skip per-record conversion, and what they carry.
 
 A block must be refused for every message the per-record path could treat differently, so the
 acceptance rule is tested case by case and as a property over arbitrary byte strings.
@@ -17,9 +18,9 @@ from hypothesis import strategies as st
 
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import flat_fields
-from sink.avro_block import avro_block
-from sink.blocks import keys_are_text
-from sink.json_lines import json_lines
+from sink.records.avro_block import avro_block
+from sink.records.blocks import keys_are_text
+from sink.records.json_lines import json_lines
 
 
 def msgs(
@@ -33,7 +34,7 @@ def msgs(
 
 
 def _one_line_object(value: bytes | None) -> bool:
-    """The per-record rule a block's values must all satisfy (see sink.json_lines)."""
+    """The per-record rule a block's values must all satisfy (see sink.records.json_lines)."""
     return (
         value is not None
         and value[:1] == b"{"

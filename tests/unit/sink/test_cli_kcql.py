@@ -1,4 +1,4 @@
-"""``kcql-sink kcql check|explain`` through ``sink.cli.main`` and the installed console script."""
+"""``kcql-sink kcql check|explain`` through ``sink.cli.dispatch`` and the installed console script."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kcql import EXPLAIN_KEYS
-from sink import cli
+from sink.cli import dispatch as cli
 
 SEED_STATEMENT = (
     "INSERT INTO testS3Bucket:pathToWriteTo SELECT * FROM topicA STOREAS `AVRO` WITH_FLUSH_COUNT = 5000"
@@ -144,7 +144,7 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from sink.commands import kcql as kcql_command
+    from sink.cli import kcql as kcql_command
 
     def interrupted(source: str, stdin: object = None) -> str:
         raise KeyboardInterrupt

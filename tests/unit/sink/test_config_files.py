@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from kcql.errors import ConfigError
-from sink.config_files import load_connector_config, parse_properties
+from sink.config.files import load_connector_config, parse_properties
 
 SEED_S3_JSON = {
     "name": "lenses-s3-sink",

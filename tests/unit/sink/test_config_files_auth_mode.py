@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sink.config import parse_settings
-from sink.config_files import normalise_aliases, parse_connector_config
+from sink.config.files import normalise_aliases, parse_connector_config
+from sink.config.settings import parse_settings
 
 
 @pytest.mark.parametrize("mode", ["EC2", "ECS", "Env", "env"])

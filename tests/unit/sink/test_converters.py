@@ -10,7 +10,7 @@ from decimal import Decimal
 import fastavro
 import pytest
 
-from sink.converters import (
+from sink.records.converters import (
     BYTES_CONVERTER,
     JSON_CONVERTER,
     STRING_CONVERTER,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sink.converters import (
+from sink.records.converters import (
     AVRO_CONVERTER,
     JSON_CONVERTER,
     STRING_CONVERTER,
@@ -74,7 +74,7 @@ def test_defaults_bytes_keys_schemaless_json_values_and_connect_default_schemas_
 
 def test_plan_decides_whether_values_are_parsed():
     import kcql
-    from sink.converters import needs_parsed_value
+    from sink.records.converters import needs_parsed_value
 
     plans = kcql.parse(
         "INSERT INTO b:p SELECT * FROM raw STOREAS `JSON`;"

@@ -9,9 +9,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from kcql.errors import SinkError
-from sink.flush_policy import FlushPolicy
-from sink.index import IndexState, PartitionIndex, PendingCommit, index_key, temp_prefix
-from sink.record import TopicPartition
+from sink.commit.index import IndexState, PartitionIndex, PendingCommit, index_key, temp_prefix
+from sink.records.record import TopicPartition
 from sink.storage.base import (
     ObjectNotFound,
     PreconditionFailed,
@@ -22,6 +21,7 @@ from sink.storage.base import (
 )
 from sink.storage.local import LocalStorage
 from sink.storage.s3 import _classify
+from sink.task.flush_policy import FlushPolicy
 
 TP = TopicPartition("orders", 3)
 

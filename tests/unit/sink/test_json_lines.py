@@ -1,4 +1,4 @@
-"""json_lines (sink/json_lines.py): which runs of messages become one block of JSON lines.
+"""json_lines (sink/records/json_lines.py): which runs of messages become one block of JSON lines.
 
 A block skips the per-record path, so it may only be built when every message in the run would
 be written by that path as its value text unchanged: each value a one-line ``{...}`` text (no
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from formats import FormatSettings, get_format
 from kcql.model import StoreFormat
-from sink.converters import ConversionError, JsonConverter, RecordConverter, StringConverter
-from sink.json_lines import JsonLines, json_lines
+from sink.records.converters import ConversionError, JsonConverter, RecordConverter, StringConverter
+from sink.records.json_lines import JsonLines, json_lines
 
 GOOD = b'{"id":1,"name":"a"}'
 

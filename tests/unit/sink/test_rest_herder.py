@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sink.record import TopicPartition
+from sink.records.record import TopicPartition
 from sink.rest.errors import RestError
 from sink.rest.herder import Herder
 from sink.rest.metering import MeteredCommitter, MeteredTask, TaskMetrics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sink.errors_policy import ErrorSettings, parse_error_settings
+from sink.config.errors import ErrorSettings, parse_error_settings
 
 
 def test_defaults_stop_on_bad_records_and_write_tombstones():

@@ -7,8 +7,8 @@ from confluent_kafka import Message
 
 import kcql
 from kcql.errors import ConfigError
-from sink.config_files import parse_connector_config
-from sink.runtime import RuntimeOptions, SinkRuntime, _runs, consumer_config, resolve_subscription
+from sink.config.files import parse_connector_config
+from sink.runtime.loop import RuntimeOptions, SinkRuntime, _runs, consumer_config, resolve_subscription
 
 MISSING = "Can't find the KCQL for source topic [{}]. The topics defined via [topics] or [topics.regex]"
 

@@ -18,8 +18,8 @@ from formats.base import RecordFormatError
 from kcql.errors import ConfigError, SinkError
 from kcql.model import FlushSettings, PartitionField, SinkPlan, StoreFormat
 from partitioners import PartitionError, is_data_key
-from sink.record import SinkRecord, TopicPartition
-from sink.task import SinkTask
+from sink.records.record import SinkRecord, TopicPartition
+from sink.task.task import SinkTask
 
 TP = TopicPartition("t", 0)
 
@@ -264,7 +264,7 @@ def test_misuse_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_staging_of_dead_tasks_is_removed_but_live_tasks_are_kept(tmp_path: Path) -> None:
-    from sink.staging import StagingArea
+    from sink.commit.staging import StagingArea
 
     live = StagingArea(tmp_path, "conn", "live")
     (live.new_file(TP, "json")).write_bytes(b"x")

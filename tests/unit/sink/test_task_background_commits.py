@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from sink.config_files import parse_connector_config
-from sink.record import TopicPartition
-from sink.runtime import RuntimeOptions, SinkRuntime
+from sink.config.files import parse_connector_config
+from sink.records.record import TopicPartition
+from sink.runtime.loop import RuntimeOptions, SinkRuntime
 from sink.storage.base import TransientStorageError
-from sink.task import SinkTask
+from sink.task.task import SinkTask
 from tests.unit.sink.test_task_put_lines import TP, block_of, committed, messages, plan_for, row, start
 
 

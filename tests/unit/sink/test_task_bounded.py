@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-import sink.task as task_module
+import sink.task.task as task_module
 from partitioners import is_data_key
-from sink.record import SinkRecord, TopicPartition
+from sink.records.record import SinkRecord, TopicPartition
 from sink.storage.base import ObjectInfo, ObjectNotFound, PreconditionFailed, Storage, StoredObject
 
 TP = TopicPartition("events", 0)

@@ -25,12 +25,12 @@ from confluent_kafka import Message
 import formats.parquet_format as parquet_format
 from kcql.model import EnvelopeFields, FlushSettings, PartitionField, SinkPlan, StoreFormat
 from partitioners import is_data_key
-from sink.config_files import parse_connector_config
-from sink.converters import ByteArrayConverter, JsonConverter, RecordConverter, needs_parsed_value
-from sink.json_lines import JsonLines, json_lines
-from sink.record import SinkRecord, TopicPartition
-from sink.runtime import RuntimeOptions, SinkRuntime
-from sink.task import SinkTask
+from sink.config.files import parse_connector_config
+from sink.records.converters import ByteArrayConverter, JsonConverter, RecordConverter, needs_parsed_value
+from sink.records.json_lines import JsonLines, json_lines
+from sink.records.record import SinkRecord, TopicPartition
+from sink.runtime.loop import RuntimeOptions, SinkRuntime
+from sink.task.task import SinkTask
 
 TP = TopicPartition("t", 0)
 
@@ -721,7 +721,7 @@ def _parquet_runtime(tmp_path: Path) -> SinkRuntime:
 
 
 def test_the_runtime_forgets_held_runs_of_rebalanced_partitions(tmp_path: Path) -> None:
-    from sink.runtime import _Batch
+    from sink.runtime.loop import _Batch
 
     runtime = _parquet_runtime(tmp_path)
     other, third = TopicPartition("t", 1), TopicPartition("t", 2)
@@ -736,8 +736,8 @@ def test_the_runtime_writes_held_batches_in_order_and_drops_runs_seeked_back(
 ) -> None:
     """A prepared batch waits for the next consume(); an unprepared one or an empty consume()
     writes everything held first; a partition seeked back loses its runs in later held batches."""
-    from sink import runtime as runtime_module
-    from sink.runtime import _Batch
+    from sink.runtime import loop as runtime_module
+    from sink.runtime.loop import _Batch
 
     runtime = _parquet_runtime(tmp_path)
     other = TopicPartition("t", 1)

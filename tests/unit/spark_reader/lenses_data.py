@@ -290,7 +290,7 @@ def expected(p: SinkPlan, read: Callable[[str], bytes], keys: Iterable[str]) -> 
 
 def sink_record(p: SinkPlan, r: Rec):
     """The SinkRecord the sink would hand the writers for ``r`` under ``p``'s format."""
-    from sink.record import SinkRecord  # tests only: spark_reader never imports sink
+    from sink.records.record import SinkRecord  # tests only: spark_reader never imports sink
 
     value, schema = r.value, VALUE_SCHEMA
     if p.format == StoreFormat.TEXT:

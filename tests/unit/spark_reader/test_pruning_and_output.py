@@ -20,7 +20,7 @@ from pyspark.sql.datasource import (
 
 from kcql.errors import ConfigError
 from kcql.model import StoreFormat
-from sink.commands import _reader_config, cat, sql
+from sink.cli import _reader_config, cat, sql
 from spark_reader.catalog import DataFile, list_files, partition_columns, view_specs
 from spark_reader.datasource import _matches, file_columns, make_source
 from spark_reader.storage import StorageSettings
@@ -80,7 +80,7 @@ def test_reader_prunes_on_partition_columns_and_source_fields(tmp_path: Path) ->
 
 
 def test_config_loader_shapes(tmp_path: Path) -> None:
-    """The reader commands load configs exactly like `kcql-sink run` (sink.config_files)."""
+    """The reader commands load configs exactly like `kcql-sink run` (sink.config.files)."""
     connect = tmp_path / "c.json"
     connect.write_text(
         json.dumps({"name": "s3-sink", "config": {"connect.s3.kcql": "INSERT INTO b SELECT * FROM t"}})

@@ -1,4 +1,6 @@
-"""Confluent Avro values of one flat record schema, decoded for a whole run at once (see :mod:`sink.blocks`).
+"""Confluent Avro values of one flat record schema, decoded for a whole run at once.
+
+See :mod:`sink.records.blocks`.
 
 A run of messages whose values all carry the same schema id, of a record of primitive fields, is
 decoded column by column (:mod:`formats.avro_columns`) into one Arrow batch, which the Parquet
@@ -18,11 +20,11 @@ import pyarrow as pa
 from confluent_kafka import Message
 
 from formats.avro_columns import decode_columns
-from sink.blocks import MessageBlock, keys_are_text
+from sink.records.blocks import MessageBlock, keys_are_text
 
 if TYPE_CHECKING:
     from formats.base import FormatWriter
-    from sink.converters import AvroConverter
+    from sink.records.converters import AvroConverter
 
 __all__ = ["AvroBlock", "avro_block"]
 

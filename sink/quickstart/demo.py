@@ -176,7 +176,7 @@ def _stopped_on_exit(procs: list[subprocess.Popen[bytes]]) -> Iterator[None]:
 
 
 def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
-    from sink.embedded import start_tansu
+    from sink.quickstart.embedded import start_tansu
 
     cli = [sys.executable, "-m", "sink.cli"]
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -187,7 +187,7 @@ def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
         _say(f"1. Kafka: embedded Tansu broker, pid {broker.pid}, on {broker.bootstrap}")
         storage = {"connect.storage": "local", "connect.local.root": str(data_dir.resolve())}
         if use_s3:
-            from sink.embedded import make_client, start_seaweedfs
+            from sink.quickstart.embedded import make_client, start_seaweedfs
 
             s3 = start_seaweedfs()
             stack.callback(s3.stop)
@@ -248,7 +248,9 @@ def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sink.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m sink.quickstart.demo", description=__doc__.splitlines()[0]
+    )
     parser.add_argument(
         "--dir", default="demo-data", type=Path, help="where output goes (default ./demo-data)"
     )

@@ -1,6 +1,6 @@
 """The Kafka side of a sink task: consume, convert, put, and commit only what is durable.
 
-One :class:`SinkRuntime` drives one :class:`sink.task.SinkTask` from a confluent-kafka consumer in
+One :class:`SinkRuntime` drives one :class:`sink.task.task.SinkTask` from a confluent-kafka consumer in
 group ``connect-<name>`` (the group Kafka Connect would use), as a Connect worker does:
 
 * **Assignment** → ``task.open(partitions)`` returns where each partition resumes (the storage
@@ -8,7 +8,7 @@ group ``connect-<name>`` (the group Kafka Connect would use), as a Connect worke
   Partitions the task has no position for start at the group's committed offset.
 * **Consume** in batches (``consume(num_messages=...)``), convert key and value, hand the records
   to ``task.put``. Records that cannot be converted or written follow the error policy
-  (:mod:`sink.errors_policy`): with ``errors.tolerance=all`` they are logged and/or sent to the
+  (:mod:`sink.config.errors`): with ``errors.tolerance=all`` they are logged and/or sent to the
   dead-letter topic and skipped; otherwise the task stops with a message naming topic, partition
   and offset.
 * **Commit**: every ``offset.flush.interval.ms`` (default 1 s here; Connect uses 60 s) the consumed
@@ -39,10 +39,11 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kcql.errors import ConfigError, ConfigProblem, SinkError
 from kcql.model import SinkPlan
-from sink.avro_block import avro_block
-from sink.blocks import MessageBlock
-from sink.config_files import ConnectorConfig, mask
-from sink.converters import (
+from sink.config.errors import parse_error_settings
+from sink.config.files import ConnectorConfig, mask
+from sink.records.avro_block import avro_block
+from sink.records.blocks import MessageBlock
+from sink.records.converters import (
     BYTES_CONVERTER,
     JSON_CONVERTER,
     AvroConverter,
@@ -54,10 +55,9 @@ from sink.converters import (
     build_converter,
     needs_parsed_value,
 )
-from sink.dlq import DeadLetterQueue
-from sink.errors_policy import parse_error_settings
-from sink.json_lines import json_lines
-from sink.record import SinkRecord, TopicPartition
+from sink.records.json_lines import json_lines
+from sink.records.record import SinkRecord, TopicPartition
+from sink.runtime.dlq import DeadLetterQueue
 
 
 def missing_kcql_message(topic: str) -> str:
@@ -143,10 +143,10 @@ BlockBuilder = Callable[[str, int, list[Message]], MessageBlock | None]
 
 
 def block_builder(converter: RecordConverter | None) -> BlockBuilder | None:
-    """How runs of messages become blocks (:mod:`sink.blocks`) for this converter pair, or ``None``.
+    """How runs of messages become blocks (:mod:`sink.records.blocks`) for this converter pair, or ``None``.
 
-    Values must be schemaless JSON (:func:`sink.json_lines.json_lines`) or Confluent Avro
-    (:func:`sink.avro_block.avro_block`); keys must be bytes (nothing can fail) or UTF-8 text
+    Values must be schemaless JSON (:func:`sink.records.json_lines.json_lines`) or Confluent Avro
+    (:func:`sink.records.avro_block.avro_block`); keys must be bytes (nothing can fail) or UTF-8 text
     (each key is checked as the StringConverter would). Any other key converter could reject a
     key in a way a block does not check, so such connectors convert record by record.
     """
@@ -307,7 +307,7 @@ class SinkRuntime:
         if problems:
             raise ConfigError(problems)
         if task_factory is None:
-            from sink.task import SinkTask
+            from sink.task.task import SinkTask
 
             task_factory = SinkTask
         self.task = task_factory()
@@ -321,7 +321,7 @@ class SinkRuntime:
         self.committed: dict[TopicPartition, int] = {}
         self.records_in = 0
         self.records_in_blocks = 0
-        """Of ``records_in``, how many went through the block fast path (:mod:`sink.blocks`)."""
+        """Of ``records_in``, how many went through the block fast path (:mod:`sink.records.blocks`)."""
         self.errors_tolerated = 0
         self._pause = False
         """Set when a batch hit a retriable conversion error: pause before consuming again."""
@@ -532,7 +532,8 @@ class SinkRuntime:
         self, tp: TopicPartition, run: list[Message], blocked: set[TopicPartition],
         block: MessageBlock | None = None,
     ) -> None:
-        """One partition's messages: as blocks (:mod:`sink.blocks`) where the task takes them, else singly.
+        """One partition's messages: as blocks (:mod:`sink.records.blocks`) where the task takes
+        them, else singly.
 
         Records the open file must see one by one (a Parquet file fixes its schema from its first
         row, or its first 1,000 schemaless rows) are put singly first, as the task's

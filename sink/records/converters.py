@@ -9,7 +9,7 @@ Connect's own (``key.converter``, ``value.converter``, ``value.converter.schemas
 * ``org.apache.kafka.connect.json.JsonConverter``: ``schemas.enable=true`` reads the
   ``{"schema": .., "payload": ..}`` envelope and translates the Connect schema into an Avro schema
   the way Confluent's ``AvroData`` does (the project's single schema language, see
-  :mod:`sink.record`); ``false`` reads plain JSON and keeps the original bytes in
+  :mod:`sink.records.record`); ``false`` reads plain JSON and keeps the original bytes in
   ``SinkRecord.raw_value`` so the JSON format writes them through. When nothing downstream needs
   the parsed value (JSON output without envelope, no PARTITIONBY on value fields) the value is
   not parsed at all: ``value`` then holds the raw bytes too (see :data:`UNPARSED_JSON`);
@@ -37,7 +37,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from kcql.errors import ConfigProblem, SinkError
-from sink.record import Schema, SinkRecord
+from sink.records.record import Schema, SinkRecord
 
 __all__ = [
     "AVRO_CONVERTER",
@@ -413,7 +413,7 @@ class AvroConverter:
 
     def columns(self, schema_id: int) -> tuple[Schema, Any, Any] | None:
         """``(writer schema, flat fields, Arrow schema)`` for decoding values of ``schema_id``
-        column by column (:mod:`sink.avro_block`), or ``None`` when the schema is not a flat record.
+        column by column (:mod:`sink.records.avro_block`), or ``None`` when the schema is not a flat record.
 
         Raises:
             ValueError, RegistryUnavailable: as :meth:`convert` for that schema id.

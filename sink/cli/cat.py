@@ -13,7 +13,7 @@ import sys
 from typing import TextIO
 
 from kcql.errors import SinkError
-from sink.commands._reader_config import load_config
+from sink.cli._reader_config import load_config
 
 __all__ = ["CatError", "register", "run"]
 

@@ -2,7 +2,7 @@
 
 Most topics a sink reads carry one-line JSON objects, and most statements need nothing from a
 record but its value bytes, its offset and its timestamp (no envelope, no PARTITIONBY on fields).
-Building a :class:`~sink.record.SinkRecord` per message for them costs more than consuming the
+Building a :class:`~sink.records.record.SinkRecord` per message for them costs more than consuming the
 message. A :class:`JsonLines` instead holds a run of consecutive messages of one partition and
 their values joined by newlines, built with C-level ``map``/``join`` calls and numpy scans, and
 no per-record Python code. The JSON format appends the block as it is; the Parquet format parses it
@@ -27,7 +27,7 @@ import numpy as np
 from confluent_kafka import Message
 
 from formats.base import PreparedLines
-from sink.blocks import MessageBlock, keys_are_text
+from sink.records.blocks import MessageBlock, keys_are_text
 
 if TYPE_CHECKING:
     from formats.base import FormatWriter

@@ -83,7 +83,7 @@ def read_kcql(source: str, stdin: TextIO | None = None) -> str:
 
 def _kcql_from_properties(source: str, text: str) -> str:
     """The KCQL of a Connect ``.properties`` file (as ``kcql-sink run`` accepts), not the file itself."""
-    from sink.config_files import parse_properties
+    from sink.config.files import parse_properties
 
     props = {key.lower(): value for key, value in parse_properties(text).items()}
     for key in KCQL_CONFIG_KEYS:
@@ -124,7 +124,7 @@ def _example_key(plan: SinkPlan) -> str:
 
 
 def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """``kcql check``: KCQL errors propagate to :func:`sink.cli.main` (message, exit 1)."""
+    """``kcql check``: KCQL errors propagate to :func:`sink.cli.dispatch` (message, exit 1)."""
     plans = kcql.parse(read_kcql(args.file))
     print(f"ok: {len(plans)} statement(s)", file=out or sys.stdout)
     return 0

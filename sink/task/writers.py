@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from formats.base import FileFormat, RecordFormatError
 from partitioners.base import FileMeta
-from sink.record import SinkRecord, TopicPartition
+from sink.records.record import SinkRecord, TopicPartition
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
-    from sink.blocks import MessageBlock
-    from sink.flush_policy import FlushPolicy, FlushReason
+    from sink.records.blocks import MessageBlock
+    from sink.task.flush_policy import FlushPolicy, FlushReason
 
 __all__ = ["PartitionWriter", "WriterKey", "WriterPool"]
 
@@ -101,7 +101,7 @@ class PartitionWriter:
         return block.prepare(self._format_writer, submit)
 
     def write_block(self, block: MessageBlock) -> bool:
-        """Append a block of messages whole (see :mod:`sink.blocks`), or refuse it."""
+        """Append a block of messages whole (see :mod:`sink.records.blocks`), or refuse it."""
         if not block.write_into(self._format_writer):
             return False
         if self.first_offset is None:

@@ -1,8 +1,8 @@
 """Blocks: runs of consumed messages of one partition handed to the task whole, not record by record.
 
-Building a :class:`~sink.record.SinkRecord` per message costs more than consuming it. For the two
-commonest kinds of topic, a block skips that: :class:`sink.json_lines.JsonLines` (one-line JSON
-objects, kept as one joined text) and :class:`sink.avro_block.AvroBlock` (Confluent Avro of one
+Building a :class:`~sink.records.record.SinkRecord` per message costs more than consuming it. For the two
+commonest kinds of topic, a block skips that: :class:`sink.records.json_lines.JsonLines` (one-line JSON
+objects, kept as one joined text) and :class:`sink.records.avro_block.AvroBlock` (Confluent Avro of one
 flat record schema, decoded column by column into Arrow). A block carries what the file name and
 the offsets need (first/last offset, min/max timestamp) and writes itself into a format writer
 with :meth:`MessageBlock.write_into`, which the format may refuse; the caller then converts the

@@ -1,7 +1,7 @@
 """The sink task: Kafka Connect's SinkTask lifecycle, driven by any caller.
 
 ``start(config)`` → ``open(partitions)`` → ``put(records)``… / ``pre_commit(offsets)``… →
-``close(partitions)`` → ``stop()``. The Kafka runtime (:mod:`sink.runtime`) drives it from a
+``close(partitions)`` → ``stop()``. The Kafka runtime (:mod:`sink.runtime.loop`) drives it from a
 consumer loop; tests drive it directly. What each call guarantees:
 
 * ``open`` takes ownership of each partition's exactly-once index (fencing the previous owner),
@@ -46,19 +46,19 @@ from formats import FormatError, get_format, settings_for_plan
 from kcql.errors import ConfigError, SinkError
 from kcql.model import StoreFormat
 from partitioners import Partitioner, PartitionError, object_key
-from sink.committer import COMMIT_STEPS, Committer, FaultHook
-from sink.config import ConnectorSettings, parse_settings
-from sink.flush_policy import FlushPolicy
-from sink.index import FencedError, PartitionIndex, index_key
-from sink.record import SinkRecord, TopicPartition
-from sink.staging import StagingArea
+from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
+from sink.commit.index import FencedError, PartitionIndex, index_key
+from sink.commit.staging import StagingArea
+from sink.config.settings import ConnectorSettings, parse_settings
+from sink.records.record import SinkRecord, TopicPartition
 from sink.storage import Storage, bucket_name_problem, create_storage
-from sink.writers import PartitionWriter, WriterKey, WriterPool
+from sink.task.flush_policy import FlushPolicy
+from sink.task.writers import PartitionWriter, WriterKey, WriterPool
 
 if TYPE_CHECKING:
     from formats.base import FileFormat
     from kcql.model import SinkPlan
-    from sink.blocks import MessageBlock
+    from sink.records.blocks import MessageBlock
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
 
@@ -151,7 +151,7 @@ class SinkTask:
         """Validate the config, compile the KCQL, check the buckets and start the flush timer.
 
         Args:
-            config: Connect-style connector properties (see :func:`sink.config.parse_settings`).
+            config: Connect-style connector properties (see :func:`sink.config.settings.parse_settings`).
             plans: already compiled plans (embedding and tests); default: ``kcql.parse`` of
                 ``connect.s3.kcql``.
 
@@ -324,7 +324,7 @@ class SinkTask:
         return None if writer is None or writer.finished else writer
 
     def put_block(self, block: MessageBlock) -> int:
-        """Write a block of messages (the fast path of :mod:`sink.blocks`).
+        """Write a block of messages (the fast path of :mod:`sink.records.blocks`).
 
         Returns how many of the block's records were written: a prefix, possibly empty, when the
         file's format refuses the rest (see :meth:`FormatWriter.write_lines`). The caller puts

@@ -1,6 +1,6 @@
-"""``kcql-sink``: the command line. One subcommand per module in :mod:`sink.commands`.
+"""``kcql-sink``: the command line. One subcommand per module in :mod:`sink.cli`.
 
-A command module ``sink/commands/<name>.py`` exposes ``register(subparsers)``, which adds its
+A command module ``sink/cli/<name>.py`` exposes ``register(subparsers)``, which adds its
 parser and sets ``func(args) -> int``. The dispatcher imports, in :data:`COMMAND_MODULES` order,
 the modules that exist, so adding a command is adding a file. Expected errors (every
 :class:`~kcql.errors.SinkError`) print their message and exit 1; a traceback is a bug.
@@ -22,7 +22,7 @@ from sink._logging import configure_logging, restore_logging
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 COMMAND_MODULES = ("kcql", "run", "worker", "sql", "cat")
-"""Subcommand modules under ``sink.commands``, in ``--help`` order; missing ones are skipped."""
+"""Subcommand modules under ``sink.cli``, in ``--help`` order; missing ones are skipped."""
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in COMMAND_MODULES:
-        module_name = f"sink.commands.{name}"
+        module_name = f"sink.cli.{name}"
         if importlib.util.find_spec(module_name) is None:
             continue
         module = importlib.import_module(module_name)
@@ -71,7 +71,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         restore_logging(logging_state)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,8 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from kcql.errors import SinkError
-from sink.index import FencedError, PartitionIndex, PendingCommit, temp_prefix
-from sink.record import TopicPartition
+from sink.commit.index import FencedError, PartitionIndex, PendingCommit, temp_prefix
+from sink.records.record import TopicPartition
 from sink.storage.base import ObjectNotFound, Storage
 
 __all__ = ["COMMIT_STEPS", "CommitError", "Committer", "FaultHook"]

@@ -12,7 +12,7 @@ The storage, not Kafka, is the source of truth for what has been committed. The 
 Every write is conditional on the etag of our own last read or write (``If-Match``), and taking a
 partition over bumps ``epoch`` and ``owner`` with such a write, so the previous owner's cached
 etag goes stale: a zombie task can no longer change the index and gets :class:`FencedError`.
-The protocol around it is in :mod:`sink.committer` and ``docs/exactly-once.md``.
+The protocol around it is in :mod:`sink.commit.committer` and ``docs/exactly-once.md``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from kcql.errors import SinkError
 from partitioners import escape
-from sink.record import TopicPartition
+from sink.records.record import TopicPartition
 from sink.storage.base import ObjectNotFound, PreconditionFailed, Storage
 
 __all__ = ["FencedError", "IndexState", "PartitionIndex", "PendingCommit", "index_key", "temp_prefix"]

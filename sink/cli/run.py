@@ -1,7 +1,7 @@
 """``kcql-sink run CONFIG``: run the connector against a Kafka cluster until stopped.
 
 The config is checked as a whole before anything connects: storage/flush keys
-(:func:`sink.config.parse_settings`), KCQL, converters, error handling and topics are all parsed
+(:func:`sink.config.settings.parse_settings`), KCQL, converters, error handling and topics are all parsed
 and every problem is reported in one :class:`~kcql.errors.ConfigError` (exit 1, no traceback).
 
 ``tasks.max`` > 1 starts that many worker processes (this command again with a hidden
@@ -31,7 +31,7 @@ from types import FrameType
 from typing import Any
 
 from kcql.errors import ConfigError, ConfigProblem, SinkError
-from sink.config_files import ConnectorConfig, load_connector_config
+from sink.config.files import ConnectorConfig, load_connector_config
 
 __all__ = ["register", "run_command", "validate"]
 
@@ -105,9 +105,9 @@ def validate(cfg: ConnectorConfig, bootstrap: str | None, task_id: int = 0) -> t
     Raises:
         ConfigError: listing every problem of every section at once.
     """
-    from sink.config import parse_settings
-    from sink.converters import converter_problems
-    from sink.runtime import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
+    from sink.config.settings import parse_settings
+    from sink.records.converters import converter_problems
+    from sink.runtime.loop import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
 
     problems: list[ConfigProblem] = list(cfg.problems)  # name, aliases: found while loading
     if bootstrap is None:

@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 from partitioners import escape
-from sink.record import TopicPartition
+from sink.records.record import TopicPartition
 
 __all__ = ["StagingArea"]
 

@@ -1,6 +1,6 @@
 """Load the connector config the reader commands (``sql``, ``cat``) are pointed at.
 
-The same loader as ``kcql-sink run`` (``sink.config_files``): Connect JSON, flat JSON or
+The same loader as ``kcql-sink run`` (``sink.config.files``): Connect JSON, flat JSON or
 ``.properties``, aliases normalised, so the reader commands accept any config the sink takes.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sink.config_files import load_connector_config
+from sink.config.files import load_connector_config
 
 __all__ = ["load_config"]
 
