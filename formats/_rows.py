@@ -11,16 +11,14 @@ Headers and metadata have fixed types, so they never influence the schema.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from formats._file import StagingWriter
-from formats.base import FormatError, FormatSettings, RecordFormatError
+from formats.base import FormatError, FormatSettings, Record, RecordFormatError
 from formats.envelope import envelope_avro_schema, envelope_row
 from formats.schema_evolution import Decision, SchemaEvolution, project
 from formats.schema_inference import IncompatibleSchemas, avro_names, infer, merge
-
-if TYPE_CHECKING:
-    from sink.records.record import SinkRecord
+from kcql.errors import RecordError
 
 __all__ = ["RowBuilder", "RowFileWriter", "row_error"]
 
@@ -78,7 +76,7 @@ def _lone_surrogate(value: Any) -> str | None:
 
 
 def _surrogate_error(
-    record: SinkRecord, index: int, part: str, text: str, format_name: str
+    record: Record, index: int, part: str, text: str, format_name: str
 ) -> RecordFormatError:
     return RecordFormatError(
         f"the record {part} holds text with a lone UTF-16 surrogate ({text!r}), which is not valid "
@@ -160,13 +158,13 @@ class RowBuilder:
         self.frozen = False
         self.count = 0
 
-    def take(self, records: Sequence[SinkRecord], rows: list[Any], freeze_at: int) -> int:
+    def take(self, records: Sequence[Record], rows: list[Any], freeze_at: int) -> int:
         """Append rows for the longest prefix of ``records`` that fits; return its length.
 
         Stops (without looking at the next record) once ``freeze_at`` rows are taken while the
         schema is not frozen: the writer freezes it there and calls again with the rest. So a
         file's schema, and where it rolls, never depend on how records were split into calls
-        (consumer batch sizes, the runtime's fast path), and a replay writes the same files.
+        (consumer batch sizes, which form of a batch a format used): a replay writes the same files.
         """
         envelope = self.envelope
         value_part, key_part = self.value, self.key
@@ -273,9 +271,9 @@ class RowBuilder:
         return parts
 
 
-def row_error(message: str, records: Sequence[SinkRecord], index: int, earlier: int) -> FormatError:
+def row_error(message: str, records: Sequence[Record], index: int, earlier: int) -> FormatError:
     """The error for row ``index`` of a conversion whose first ``earlier`` rows came from earlier
-    ``write()`` calls: a record error of this call, or, for an earlier row (no longer reportable
+    ``append()`` calls: a record error of this call, or, for an earlier row (no longer reportable
     on its own), a failure of the whole file, which is then discarded and replayed."""
     if index < earlier:
         return FormatError(
@@ -300,7 +298,8 @@ class RowFileWriter(StagingWriter):
         """Rows buffered by earlier calls: a conversion error among them cannot name a record of
         this call, so the whole file must be discarded instead."""
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
+    def _write_records(self, records: Sequence[Record]) -> int:
+        """Take the longest prefix of ``records`` that fits the file (see ``FormatWriter.append``)."""
         self._call_start = self._buffered()
         taken, total = 0, len(records)
         while True:
@@ -310,12 +309,12 @@ class RowFileWriter(StagingWriter):
             try:
                 try:
                     count = self._rows.take(part, rows, self._freeze_at())
-                except RecordFormatError as exc:
+                except RecordError as exc:  # the format's, or a conversion error of the lazy view
                     self._append(rows, part[: exc.index])
                     raise
                 self._append(rows, part[:count])
-            except RecordFormatError as exc:
-                exc.index += taken  # relative to this call's records, as write() promises
+            except RecordError as exc:
+                exc.index += taken  # relative to this call's records, as append() promises
                 raise
             taken += count
             # the schema froze at _freeze_at() rows: the rest of the call is decided against it
@@ -330,5 +329,5 @@ class RowFileWriter(StagingWriter):
         """Rows buffered at most before the schema is fixed."""
         raise NotImplementedError
 
-    def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+    def _append(self, rows: list[Any], records: Sequence[Record]) -> None:
         raise NotImplementedError

@@ -13,18 +13,23 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fastavro
 from fastavro.write import Writer
 
 from formats._rows import RowBuilder, RowFileWriter, row_error
-from formats.base import FileFormat, FormatError, FormatSettings, FormatWriter, RecordFormatError
+from formats.base import (
+    Batch,
+    FileFormat,
+    FormatError,
+    FormatSettings,
+    FormatWriter,
+    Record,
+    RecordFormatError,
+)
 from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
 from formats.schema_inference import rename_for_avro
-
-if TYPE_CHECKING:
-    from sink.records.record import SinkRecord
 
 __all__ = ["AvroFormat", "AvroWriter"]
 
@@ -59,7 +64,7 @@ class AvroWriter(RowFileWriter):
         level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
         self._level = level if codec in ("DEFLATE", "ZSTD", "XZ") else None
         self._pending: list[Any] = []
-        self._pending_records: list[SinkRecord] = []
+        self._pending_records: list[Record] = []
         self._pending_bytes = 0
         self._reported = 0
         self._writer: Any = None
@@ -68,13 +73,16 @@ class AvroWriter(RowFileWriter):
         self._block: list[Any] = []
         """Rows in fastavro's open block, to rebuild it if a row fails halfway through encoding."""
 
+    def append(self, batch: Batch) -> int:
+        return self._write_records(batch.records())
+
     def _buffered(self) -> int:
         return len(self._pending)
 
     def _freeze_at(self) -> int:
         return _FREEZE_ROWS
 
-    def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+    def _append(self, rows: list[Any], records: Sequence[Record]) -> None:
         if not rows:
             return
         if self._writer is None:
@@ -117,7 +125,7 @@ class AvroWriter(RowFileWriter):
         self._count -= len(pending)
         self._encode(pending, records, earlier=self._call_start)
 
-    def _encode(self, rows: list[Any], records: Sequence[SinkRecord], earlier: int = 0) -> None:
+    def _encode(self, rows: list[Any], records: Sequence[Record], earlier: int = 0) -> None:
         """Encode ``rows``; the first ``earlier`` of them came from earlier calls (see
         :meth:`formats.parquet_format.ParquetWriter._convert` for why that matters)."""
         writer = self._writer

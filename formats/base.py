@@ -1,48 +1,126 @@
-"""The one small interface every STOREAS format implements.
+"""The one small interface every STOREAS format implements, and what it reads of the records.
 
 The sink core owns files and their life cycle (staging path, flush policy, commit); a format
-only knows how to turn records into bytes of one file. Writers take records in batches so
-that encoders can work per batch (pyarrow tables, fastavro blocks) instead of per field.
+only knows how to turn records into bytes of one file. A writer takes a :class:`Batch` (records
+of one topic partition, in offset order) through its one method, :meth:`FormatWriter.append`,
+and picks the cheapest form of the batch it can use: the joined one-line JSON text, the Arrow
+columns of decoded Avro values, or, always available, the records one by one. Whichever form it
+uses, the file holds the same bytes; nothing is refused back to the caller to be tried again.
+
+This package imports nothing from ``sink``: :class:`Record` and :class:`Batch` below are the
+small protocols it reads, which the sink's own types (``sink.records``) satisfy.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
-from kcql.errors import SinkError
+from kcql.errors import RecordError, SinkError
 from kcql.model import EnvelopeFields, StoreFormat
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from sink.records.record import SinkRecord
-
 __all__ = [
-    "FileFormat", "FormatError", "FormatSettings", "FormatWriter", "PreparedLines", "RecordFormatError",
+    "Batch", "FileFormat", "FormatError", "FormatSettings", "FormatWriter", "Record", "RecordFormatError",
 ]
+
+T = TypeVar("T")
+
+
+class Record(Protocol):
+    """One converted Kafka record, as a format reads it."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int | None:
+        """Epoch milliseconds, ``None`` when the record has none."""
+    @property
+    def key(self) -> Any: ...
+    @property
+    def value(self) -> Any:
+        """``None`` is a tombstone."""
+    @property
+    def headers(self) -> tuple[tuple[str, Any], ...]: ...
+    @property
+    def key_schema(self) -> Any:
+        """The key's Avro schema when the converter knows one."""
+    @property
+    def value_schema(self) -> Any:
+        """The value's Avro schema when the converter knows one."""
+    @property
+    def raw_value(self) -> bytes | None:
+        """The value's JSON text as it arrived (schemaless JSON), so it can be written through."""
+    @property
+    def where(self) -> str:
+        """``topic/partition/offset`` words for error messages."""
+
+
+class Batch(Protocol):
+    """Consecutive records of one topic partition, in offset order, as a format reads them.
+
+    Only :meth:`records` always works; the cheap forms return ``None`` when this batch does not
+    have them. A cheap form, when present, holds exactly the records :meth:`records` would give.
+    """
+
+    def __len__(self) -> int: ...
+
+    def records(self) -> Sequence[Record]:
+        """The records, converted when first read; reading a record that cannot be converted
+        raises its :class:`~kcql.errors.RecordError` (``index`` = its position in this sequence)."""
+
+    def slice(self, start: int, stop: int | None = None) -> Self:
+        """Records ``start`` to ``stop`` as a batch of their own (cheap forms included)."""
+
+    def json_lines(self, *, checked: bool = True) -> bytes | None:
+        """Every value as one-line JSON object text, joined by ``\\n`` (no trailing newline).
+
+        ``checked``: every line is valid JSON (what the JSON converter would accept); without it,
+        only the framing is guaranteed (``{`` ... ``}``, no line break), for a caller whose own
+        parser rejects what is not valid.
+        """
+
+    def avro_columns(self) -> tuple[pa.RecordBatch, Any] | None:
+        """The values decoded column by column into Arrow, and the Avro schema they were written
+        with (values of one flat record schema only)."""
+
+    def whole(self) -> tuple[Self, int]:
+        """The batch this one was sliced from (itself when not sliced) and where it starts in it,
+        so work done once on the whole batch (see :meth:`memo`) serves every slice of it."""
+
+    def memo(self, key: Hashable, compute: Callable[[Batch], T]) -> T:
+        """``compute(self)``, computed once per batch and key (and waited for when :meth:`ahead`
+        started it)."""
+
+    def ahead(self, key: Hashable, compute: Callable[[Batch], Any]) -> None:
+        """Start ``compute(self)`` on a helper thread, for a later :meth:`memo` with the same key
+        (nothing happens when the batch has no helper thread). ``compute`` must be thread-safe."""
 
 
 class FormatError(SinkError):
-    """A format cannot be set up as configured (unknown codec, bad level, ...)."""
+    """A format cannot be set up as configured (unknown codec, bad level, ...), or a file failed."""
 
 
-class RecordFormatError(FormatError):
+class RecordFormatError(RecordError, FormatError):
     """One record cannot be written in this format (a dict for TEXT, no schema for AVRO, ...).
 
-    Records before ``index`` in the batch given to :meth:`FormatWriter.write` were written;
+    Records before ``index`` in the batch given to :meth:`FormatWriter.append` were written;
     the record at ``index`` and after were not. The message names the record's topic,
     partition and offset so the task's error policy can report it.
     """
 
-    def __init__(self, message: str, record: SinkRecord, index: int) -> None:
+    def __init__(self, message: str, record: Record, index: int) -> None:
         self.record = record
-        self.index = index
-        super().__init__(f"{message} ({record.where})")
+        super().__init__(f"{message} ({record.where})", offset=record.offset, index=index, stage="TASK_PUT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,62 +135,25 @@ class FormatSettings:
     schema_compatibility: str = "NONE"
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedLines:
-    """A block of JSON lines being parsed ahead: ``parser(data)`` running as ``result``."""
-
-    parser: Callable[[bytes], Any]
-    result: Future[Any]
-
-
 class FormatWriter(ABC):
     """Streams records into one staging file. Created by :meth:`FileFormat.open`."""
 
     @abstractmethod
-    def write(self, records: Sequence[SinkRecord]) -> int:
-        """Append a prefix of ``records`` and return how many were written.
+    def append(self, batch: Batch) -> int:
+        """Append a prefix of ``batch`` and return how many records it holds.
 
-        Stops early (returning fewer than ``len(records)``) only before a record that must start
-        a new file, e.g. a schema change under ``schema.compatibility=NONE``; a writer with no
-        records yet accepts any first record. A record that can never be written in this format
-        raises :class:`RecordFormatError` with its index.
+        Stops early (returning fewer than ``len(batch)``) only before a record that must start a
+        new file: a schema change under ``schema.compatibility=NONE``, the second record of a
+        BYTES file. A writer with no records yet accepts any first record. A record that cannot
+        be written raises :class:`RecordFormatError` (or the record's own
+        :class:`~kcql.errors.RecordError` from :meth:`Batch.records`) with its index, after the
+        records before it were appended.
         """
 
-    def write_lines(self, data: bytes, count: int, prepared: PreparedLines | None = None) -> bool:
-        """Append ``count`` records given as one-line JSON objects joined by ``\\n``, or refuse.
-
-        The batch fast path for schemaless JSON (:mod:`sink.records.json_lines`): a writer that can take
-        the block whole, exactly as :meth:`write` would have taken the parsed records, appends it
-        and returns True. Otherwise it writes nothing and returns False, and the caller hands the
-        same records to :meth:`write` one by one. ``prepared`` is ``data`` already being parsed by
-        this writer's :meth:`line_parser` on another thread. The default refuses.
-        """
-        return False
-
-    def line_parser(self) -> Callable[[bytes], Any] | None:
-        """A thread-safe function that parses blocks of lines for this file, or None.
-
-        The caller may run it on ``data`` on another thread before :meth:`write_lines` (while it
-        consumes more messages) and hand the result over as :class:`PreparedLines`; the writer
-        uses it only if its parser is still that one. The default: no parser.
-        """
-        return None
-
-    def records_before_blocks(self) -> int:
-        """How many of the next records must go through :meth:`write` before a block can be taken.
-
-        A hint for the caller, so that it does not build blocks only to have them refused (a
-        Parquet file fixes its schema from its first rows); 0 means "try a block". The default: 0.
-        """
-        return 0
-
-    def write_batch(self, batch: pa.RecordBatch, schema: Any) -> bool:
-        """Append an Arrow batch of records whose values were written with Avro ``schema``, or refuse.
-
-        The batch fast path for Confluent Avro (:mod:`sink.records.avro_block`); same contract as
-        :meth:`write_lines`: take it whole exactly as :meth:`write` would have taken the records,
-        or write nothing and return False. The default refuses.
-        """
+    def prefetch(self, batch: Batch) -> bool:
+        """Start, on the batch's helper thread, what :meth:`append` of ``batch`` can compute
+        ahead (PARQUET: parsing JSON lines into this file's schema); whether anything was. A hint;
+        the default: nothing."""
         return False
 
     @property
@@ -152,10 +193,6 @@ class FileFormat(ABC):
         from formats.codecs import extension_for
 
         return extension_for(self.settings.format, self._codec)
-
-    def records_before_blocks(self) -> int:
-        """:meth:`FormatWriter.records_before_blocks` of a file not opened yet. The default: 0."""
-        return 0
 
     @abstractmethod
     def open(self, path: Path) -> FormatWriter:

@@ -4,21 +4,16 @@ The file holds the value byte for byte, with nothing added, so binary payloads (
 already-compressed data) round-trip exactly. A null value (tombstone) gives an empty file. A
 ``str`` value (StringConverter) is written as UTF-8. Structured values (dicts, lists, numbers)
 have no canonical byte form and are rejected: use a ByteArrayConverter for the value, or another
-format. ``write`` accepts one record per file and returns 0 for the next, so the sink core rolls
+format. ``append`` takes one record per file and returns 0 for the next, so the sink core rolls
 a new file; BYTES never rolls on schema changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from formats._file import StagingWriter
-from formats.base import FileFormat, FormatWriter, RecordFormatError
-
-if TYPE_CHECKING:
-    from sink.records.record import SinkRecord
+from formats.base import Batch, FileFormat, FormatWriter, RecordFormatError
 
 __all__ = ["BytesFormat", "BytesWriter"]
 
@@ -26,10 +21,10 @@ __all__ = ["BytesFormat", "BytesWriter"]
 class BytesWriter(StagingWriter):
     """Writes the single record's value bytes."""
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
-        if not records or self._count:
+    def append(self, batch: Batch) -> int:
+        if self._count:
             return 0
-        record = records[0]
+        record = batch.records()[0]
         value = record.value
         if isinstance(value, str):
             value = value.encode("utf-8")

@@ -29,17 +29,14 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from formats._file import StagingWriter
 from formats.avro_schemas import non_null_branch
-from formats.base import FileFormat, FormatSettings, FormatWriter, RecordFormatError
+from formats.base import Batch, FileFormat, FormatSettings, FormatWriter, Record, RecordFormatError
 from formats.json_values import dumps
 from formats.schema_evolution import Decision, SchemaEvolution
 from kcql.model import StoreFormat
-
-if TYPE_CHECKING:
-    from sink.records.record import SinkRecord
 
 __all__ = ["CsvFormat", "CsvWriter"]
 
@@ -78,7 +75,7 @@ class CsvWriter(StagingWriter):
         self._buffer = io.StringIO()
         self._csv = csv.writer(self._buffer, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
 
-    def _fits(self, record: SinkRecord, value: dict[str, Any]) -> bool:
+    def _fits(self, record: Record, value: dict[str, Any]) -> bool:
         schema = record.value_schema
         if self._columns is None:
             inner = non_null_branch(schema)
@@ -99,7 +96,10 @@ class CsvWriter(StagingWriter):
             return len(value) == len(self._columns) and value.keys() == self._column_set
         return value.keys() <= self._column_set
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
+    def append(self, batch: Batch) -> int:
+        return self._write_records(batch.records())
+
+    def _write_records(self, records: Sequence[Record]) -> int:
         written = 0
         rows: list[list[Any]] = []
         if self._headers and self._count == 0 and records and isinstance(records[0].value, dict):

@@ -23,14 +23,15 @@ Headers have two shapes:
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from formats.avro_schemas import make_nullable
+from formats.base import Record
 from formats.json_values import dumps
 from kcql.model import EnvelopeFields
 
-if TYPE_CHECKING:
-    from sink.records.record import Headers, Schema, SinkRecord
+Headers = tuple[tuple[str, Any], ...]
+Schema = Any
 
 __all__ = [
     "HEADER_SCHEMA",
@@ -138,7 +139,7 @@ def header_entries(headers: Headers) -> list[dict[str, Any]]:
     return entries
 
 
-def envelope_row(record: SinkRecord, fields: EnvelopeFields, value: Any = None) -> dict[str, Any]:
+def envelope_row(record: Record, fields: EnvelopeFields, value: Any = None) -> dict[str, Any]:
     """The envelope of ``record`` as a plain dict for fastavro / pyarrow.
 
     ``value`` overrides ``record.value`` (used when the value was projected onto the file schema).
@@ -185,7 +186,7 @@ def _json_part(name: str, value: Any, raw: bytes | None, parts: list[str]) -> No
         parts.append(f'"{name}":{dumps(value)}')
 
 
-def json_envelope(record: SinkRecord, fields: EnvelopeFields, raw_value: bytes | None = None) -> str:
+def json_envelope(record: Record, fields: EnvelopeFields, raw_value: bytes | None = None) -> str:
     """One JSON envelope document (no trailing newline).
 
     ``raw_value`` is the value's JSON text when it can be spliced in as is (no newline), which

@@ -1,9 +1,11 @@
 """STOREAS JSON: JSON lines, optionally gzipped (extension ``gz``, as Lenses names it).
 
-Without the envelope only the value is written, one document per line. A value that arrived as
-schemaless JSON (``record.raw_value``) is written through byte for byte (minus a trailing newline),
-which avoids a parse/encode round trip; a raw text with an embedded line break is re-encoded from
-the parsed value so that every record stays on exactly one line. Tombstones are written as
+Without the envelope only the value is written, one document per line. A batch of schemaless
+JSON values that has the joined one-line form (``Batch.json_lines``, checked to be valid JSON)
+is written as it is, with no work per record; otherwise each value that arrived as JSON text
+(``record.raw_value``) is written through byte for byte (minus a trailing newline), and a raw
+text with an embedded line break is re-encoded from the parsed value so that every record stays
+on exactly one line. Tombstones are written as
 ``null`` lines, so line ``n`` of a file is always the file's ``n``-th record. JSON never rolls a
 file on schema changes.
 """
@@ -13,16 +15,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from formats._file import StagingWriter
-from formats.base import FileFormat, FormatSettings, FormatWriter, PreparedLines, RecordFormatError
+from formats.base import Batch, FileFormat, FormatSettings, FormatWriter, Record, RecordFormatError
 from formats.codecs import DEFAULT_LEVELS
 from formats.envelope import json_envelope
 from formats.json_values import dumps
-
-if TYPE_CHECKING:
-    from sink.records.record import SinkRecord
 
 __all__ = ["JsonFormat", "JsonWriter"]
 
@@ -58,7 +56,7 @@ class JsonWriter(StagingWriter):
             self._deflate = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 9)
             self._file.write(_GZIP_HEADER)
 
-    def _line(self, record: SinkRecord, index: int) -> bytes:
+    def _line(self, record: Record, index: int) -> bytes:
         raw = record.raw_value
         if self._envelope is not None:
             line = _raw_line(raw) if raw is not None and record.value is not None else None
@@ -83,7 +81,18 @@ class JsonWriter(StagingWriter):
         except (TypeError, ValueError) as exc:
             raise RecordFormatError(f"cannot write the value as JSON: {exc}", record, index) from exc
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
+    def append(self, batch: Batch) -> int:
+        if self._envelope is None:
+            # schemaless JSON values are written as their one-line text anyway: all at once
+            data = batch.json_lines()
+            if data is not None:
+                self._emit(data)
+                self._emit(b"\n")
+                self._count += len(batch)
+                return len(batch)
+        return self._write_records(batch.records())
+
+    def _write_records(self, records: Sequence[Record]) -> int:
         lines = []
         try:
             for index, record in enumerate(records):
@@ -94,15 +103,6 @@ class JsonWriter(StagingWriter):
                 self._emit(b"".join(lines))
                 self._count += len(lines)
         return len(lines)
-
-    def write_lines(self, data: bytes, count: int, prepared: PreparedLines | None = None) -> bool:
-        # without the envelope a schemaless JSON record is written as its one-line text anyway
-        if self._envelope is not None:
-            return False
-        self._emit(data)
-        self._emit(b"\n")
-        self._count += count
-        return True
 
     def _emit(self, data: bytes) -> None:
         if self._deflate is None:

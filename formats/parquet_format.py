@@ -1,9 +1,12 @@
 """STOREAS PARQUET: pyarrow ParquetWriter, one row group per buffered batch.
 
-Rows (values, or envelopes) are converted to Arrow per :meth:`ParquetWriter.write` call in one
-``RecordBatch.from_pylist`` (C++ does the per-field work), kept as Arrow batches, and written as a
-row group once ``_ROW_GROUP_ROWS`` rows or ``_ROW_GROUP_BYTES`` bytes are buffered, so memory
-stays bounded by one row group. Column order is the schema's field order (for schemaless values:
+Once a file's schema is fixed, a batch goes in through its cheapest form: its joined JSON lines
+parsed by Arrow straight into the file's schema (:class:`LineParser`, possibly ahead on the
+batch's helper thread), or its decoded Avro columns when they have the file's schema. Otherwise,
+and for the rows that fix the schema, records are converted to Arrow per call in one
+``RecordBatch.from_pylist`` (C++ does the per-field work). Rows are kept as Arrow batches and
+written as a row group once ``_ROW_GROUP_ROWS`` rows or ``_ROW_GROUP_BYTES`` bytes are buffered,
+so memory stays bounded by one row group. Column order is the schema's field order (for schemaless values:
 first appearance, see :mod:`formats.schema_inference`); the Avro -> Arrow mapping is in
 :mod:`formats.arrow_schema`. A value whose schema is not a record is stored in one ``value``
 column.
@@ -15,7 +18,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -27,18 +30,17 @@ from fastavro.validation import ValidationError, validate
 from formats._rows import RowBuilder, RowFileWriter, row_error
 from formats.arrow_schema import avro_to_arrow, value_column_schema
 from formats.base import (
+    Batch,
     FileFormat,
     FormatError,
     FormatSettings,
     FormatWriter,
-    PreparedLines,
+    Record,
     RecordFormatError,
 )
 from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
 from formats.schema_evolution import Decision
-
-if TYPE_CHECKING:
-    from sink.records.record import SinkRecord
+from kcql.errors import RecordError
 
 __all__ = ["ParquetFormat", "ParquetWriter"]
 
@@ -53,6 +55,8 @@ _ROW_ESTIMATE = 100
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 _EXACT_DOUBLE = 2.0**53
 """Doubles from this magnitude on may have been rounded from a JSON integer."""
+_LINES, _CHECKED = "parquet-lines", "parquet-checked"
+"""Keys of a batch's memo: Arrow's parse of its JSON lines, and the same parse checked."""
 _LINE_TYPES = frozenset(("long", "double", "string", "boolean"))
 """Inferred field types whose Arrow JSON parsing matches ``json.loads`` + ``from_pylist`` exactly
 (a JSON integer in a ``double`` column becomes a double in both; a field always null so far,
@@ -115,6 +119,16 @@ class LineParser:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             return None
 
+    def parse_batch(self, batch: Batch) -> pa.Table | None:
+        """:meth:`__call__` of the batch's framed JSON lines (thread-safe: the batch's forms are)."""
+        data = batch.json_lines(checked=False)
+        return None if data is None else self(data)
+
+    def checked_batch(self, batch: Batch) -> pa.Table | None:
+        """The batch's rows, parsed (or taken from :meth:`parse_batch` run ahead) and checked."""
+        table = self.checked(batch.memo((_LINES, self), self.parse_batch))
+        return table if table is not None and table.num_rows == len(batch) else None
+
     def checked(self, table: pa.Table | None) -> pa.Table | None:
         """``table`` (a result of :meth:`__call__`) if the per-record path would store it so."""
         if table is None:
@@ -145,7 +159,7 @@ class ParquetWriter(RowFileWriter):
         self._codec = PARQUET_CODECS[codec]
         self._level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
         self._pending: list[Any] = []
-        self._pending_records: list[SinkRecord] = []
+        self._pending_records: list[Record] = []
         self._pending_bytes = 0
         self._reported = 0
         self._schema: pa.Schema | None = None
@@ -157,7 +171,7 @@ class ParquetWriter(RowFileWriter):
         self._writer: pq.ParquetWriter | None = None
         self._validators: tuple[tuple[str | None, Any], ...] = ()
         self._small: list[Any] = []
-        self._small_records: list[SinkRecord] = []
+        self._small_records: list[Record] = []
         self._parser: LineParser | None = None
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
         self._out: pa.NativeFile | None = None
@@ -170,7 +184,7 @@ class ParquetWriter(RowFileWriter):
     def _freeze_at(self) -> int:
         return _FREEZE_ROWS
 
-    def _append(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+    def _append(self, rows: list[Any], records: Sequence[Record]) -> None:
         if not rows:
             return
         if self._schema is None:
@@ -205,7 +219,7 @@ class ParquetWriter(RowFileWriter):
                     ) from exc
         self._small_add(rows, records)
 
-    def _small_add(self, rows: list[Any], records: Sequence[SinkRecord]) -> None:
+    def _small_add(self, rows: list[Any], records: Sequence[Record]) -> None:
         self._small.extend(rows)
         self._small_records.extend(records)
         self._count += len(rows)
@@ -252,7 +266,7 @@ class ParquetWriter(RowFileWriter):
         self._count -= len(rows)
         self._convert(rows, records, earlier=self._call_start)
 
-    def _convert(self, rows: list[Any], records: Sequence[SinkRecord], earlier: int = 0) -> None:
+    def _convert(self, rows: list[Any], records: Sequence[Record], earlier: int = 0) -> None:
         """Append ``rows`` as one batch; the first ``earlier`` of them came from earlier calls.
 
         A row Arrow refuses is this call's :class:`RecordFormatError` (indexed within the call),
@@ -284,54 +298,77 @@ class ParquetWriter(RowFileWriter):
                 raise  # pragma: no cover - the batch failed but no single row does
         self._add(batch)
 
-    def records_before_blocks(self) -> int:
-        if self._schema is not None:
-            return 0
-        if not self._pending:
-            return 1  # the first row tells whether the schema is given (fixed at once) or inferred
-        return max(1, _FREEZE_ROWS - len(self._pending))
+    def append(self, batch: Batch) -> int:
+        """Take ``batch`` through the cheapest form that gives this file the same rows.
 
-    def line_parser(self) -> LineParser | None:
-        return self._parser
-
-    def write_lines(self, data: bytes, count: int, prepared: PreparedLines | None = None) -> bool:
-        """Parse the block with Arrow's JSON reader against the frozen schema, or refuse it.
-
-        Refused (nothing written) before the schema is frozen, for schemas that are not flat
-        inferred records, and for any block the :class:`LineParser` refuses or that does not
-        parse into exactly ``count`` rows. The per-record path then decides those records
-        exactly as always (roll, error policy).
+        Until the schema is frozen, records go one by one, and only as many as freezing needs (the
+        first row tells whether the schema is given; inferred schemas freeze at ``_FREEZE_ROWS``),
+        so a file's schema never depends on how records were batched. After that, the batch's
+        cheap form when the file can take it whole (see :meth:`_cheap_rows`), else one by one.
         """
+        done, total = 0, len(batch)
+        while done < total:
+            part = batch.slice(done) if done else batch
+            if self._schema is not None:
+                rows = self._cheap_rows(part)
+                if rows is not None:
+                    self._convert_small()  # rows of earlier small calls come first
+                    for rows_batch in rows.to_batches():
+                        self._add(rows_batch)
+                    return total
+                chunk = part
+            else:
+                want = max(1, _FREEZE_ROWS - len(self._pending)) if self._pending else 1
+                chunk = part.slice(0, want) if want < len(part) else part
+            try:
+                taken = self._write_records(chunk.records())
+            except RecordError as exc:
+                exc.index += done
+                raise
+            done += taken
+            if taken < len(chunk):
+                return done  # the next record starts a new file
+        return done
+
+    def prefetch(self, batch: Batch) -> bool:
         parser = self._parser
         if parser is None:
             return False
-        if prepared is not None and prepared.parser is parser:
-            table = parser.checked(prepared.result.result())
-        else:
-            table = parser.checked(parser(data))
-        if table is None or table.num_rows != count:
-            return False
-        self._convert_small()  # rows of earlier small calls come first
-        for batch in table.to_batches():
-            self._add(batch)
+        batch.ahead((_LINES, parser), parser.parse_batch)
         return True
 
-    def write_batch(self, batch: pa.RecordBatch, schema: Any) -> bool:
-        """Append a decoded Avro batch when the file's schema is that very value schema."""
+    def _cheap_rows(self, batch: Batch) -> pa.Table | None:
+        """``batch``'s rows as Arrow, exactly as the per-record path would make them, or None.
+
+        JSON lines (flat inferred schemas only) are parsed once per consumed batch, maybe ahead on
+        another thread, and checked here; a slice of it takes its rows from that parse. Decoded
+        Avro columns are taken when the file's schema is exactly their value schema.
+        """
+        parser = self._parser
+        if parser is not None:
+            whole, start = batch.whole()
+            table = whole.memo((_CHECKED, parser), parser.checked_batch)
+            if table is not None:
+                return table if whole is batch else table.slice(start, len(batch))
+            if whole is batch:
+                return None
+            # a line elsewhere in the consumed batch does not fit this file: try this slice alone
+            return parser.checked_batch(batch)
+        columns = batch.avro_columns()
+        if columns is None:
+            return None
+        rows, schema = columns
         value = self._rows.value
         if (
-            self._schema is None
-            or self._settings.envelope is not None
+            self._settings.envelope is not None
             or value.mode != "given"
             or self._wrap
             or self._uuids
             or value.evolution.decide(schema) is not Decision.SAME
-            or not batch.schema.equals(self._schema)
+            or not rows.schema.equals(self._schema)
         ):
-            return False
-        self._convert_small()  # rows of earlier small calls come first
-        self._add(batch)
-        return True
+            return None
+        return pa.Table.from_batches([rows])
 
     def _first_bad(self, rows: list[Any]) -> int:
         for index, row in enumerate(rows):
@@ -451,9 +488,6 @@ class ParquetFormat(FileFormat):
         name = PARQUET_CODECS[self._codec]
         if name != "none" and not pa.Codec.is_available(name):
             raise FormatError(f"PARQUET codec {self._codec} is not available in this pyarrow build")
-
-    def records_before_blocks(self) -> int:
-        return 1  # a new file's first row tells whether its schema is given or inferred
 
     def open(self, path: Path) -> FormatWriter:
         return ParquetWriter(path, self.settings, self._codec)

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from formats._file import StagingWriter
-from formats.base import FileFormat, FormatWriter, RecordFormatError
-
-if TYPE_CHECKING:
-    from sink.records.record import SinkRecord
+from formats.base import Batch, FileFormat, FormatWriter, Record, RecordFormatError
 
 __all__ = ["TextFormat", "TextWriter"]
 
@@ -26,7 +22,10 @@ __all__ = ["TextFormat", "TextWriter"]
 class TextWriter(StagingWriter):
     """Writes each string value followed by a newline."""
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
+    def append(self, batch: Batch) -> int:
+        return self._write_records(batch.records())
+
+    def _write_records(self, records: Sequence[Record]) -> int:
         lines: list[str] = []
         try:
             for index, record in enumerate(records):

@@ -9,12 +9,14 @@ import cycle. Each package keeps its own leaf errors next to its code.
     │   ├── KcqlSyntaxError       the text does not parse
     │   └── KcqlSemanticError     it parses, but means something the sink cannot do
     ├── ConfigError(ValueError)   connector configuration; lists every invalid key at once
+    ├── RecordError               one record cannot be written; the error policy decides
+    │                             (ConversionError, PartitionError, RecordFormatError)
     └── (sink/, formats/, partitioners/ add StorageError, CommitError, FormatError, ...)
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 __all__ = [
     "ConfigError",
@@ -22,7 +24,9 @@ __all__ = [
     "KcqlError",
     "KcqlSemanticError",
     "KcqlSyntaxError",
+    "RecordError",
     "SinkError",
+    "Stage",
 ]
 
 
@@ -133,3 +137,34 @@ class ConfigError(SinkError, ValueError):
         lines = [f"{len(self.problems)} configuration problem(s):"]
         lines += [f"  {p.key}={p.value!r}: {p.why}" for p in self.problems]
         super().__init__("\n".join(lines))
+
+
+Stage = Literal["KEY_CONVERTER", "VALUE_CONVERTER", "HEADER_CONVERTER", "TRANSFORMATION", "TASK_PUT"]
+"""Where a record failed, named as Kafka Connect names it in ``__connect.errors.stage`` headers."""
+
+
+class RecordError(SinkError):
+    """One record cannot go on to storage; the records around it can.
+
+    Raised at the first bad record of a batch by whoever meets it: a converter (``KEY_CONVERTER``,
+    ``VALUE_CONVERTER``, ``HEADER_CONVERTER``), a transform (``TRANSFORMATION``), the partitioner or
+    the format (``TASK_PUT``). Every record before it in the batch was written, it and those after
+    were not, so the error policy (in one place, :mod:`sink.runtime`) can stop the task, or log
+    and dead-letter this one record and go on with the next.
+
+    Attributes:
+        offset: the record's Kafka offset: how the runtime finds its message in the batch.
+        index: the record's position in the batch the raiser was given.
+        stage: see :data:`Stage`.
+        transient: the record may be fine and trying again later may succeed (the Schema
+            Registry did not answer): never skip it, re-read it after a pause.
+    """
+
+    def __init__(
+        self, message: str, *, offset: int, index: int = 0, stage: Stage = "TASK_PUT", transient: bool = False
+    ) -> None:
+        self.offset = offset
+        self.index = index
+        self.stage: Stage = stage
+        self.transient = transient
+        super().__init__(message)

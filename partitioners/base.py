@@ -8,15 +8,50 @@ keys.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, Self
 
-from kcql.errors import SinkError
+from kcql.errors import RecordError
 
-__all__ = ["FileMeta", "PartitionError"]
+__all__ = ["Batch", "FileMeta", "PartitionError", "Record"]
 
 
-class PartitionError(SinkError):
+class Record(Protocol):
+    """What a partitioner reads of one record (``sink.records.SinkRecord`` has it)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int | None: ...
+    @property
+    def key(self) -> Any: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def headers(self) -> tuple[tuple[str, Any], ...]: ...
+    @property
+    def where(self) -> str: ...
+
+
+class Batch(Protocol):
+    """What a partitioner reads of a batch: consecutive records of one topic partition."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    def __len__(self) -> int: ...
+    def records(self) -> Sequence[Record]:
+        """Converted when read; a record that cannot be converted raises its RecordError."""
+    def slice(self, start: int, stop: int | None = None) -> Self: ...
+
+
+class PartitionError(RecordError):
     """A record cannot be placed (null key with ``_key``, missing header, ...).
 
     The message is the Lenses text (e.g. ``Key is null, but requested to partition by whole key``)
@@ -32,7 +67,8 @@ class PartitionError(SinkError):
         self.reason = reason
         self.where = where
         self.record = record
-        super().__init__(f"{reason} ({where})" if where else reason)
+        offset = record.offset if record is not None else -1
+        super().__init__(f"{reason} ({where})" if where else reason, offset=offset, stage="TASK_PUT")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from partitioners.base import PartitionError
+from partitioners.base import PartitionError, Record
 from partitioners.dates import DatePattern, split_directories
 from partitioners.escaping import MISSING, escape
 from partitioners.render import to_text
 
 if TYPE_CHECKING:
     from kcql.model import Padding, PartitionField
-    from sink.records.record import SinkRecord
 
 __all__ = [
     "KEY_NOT_PRIMITIVE",
@@ -32,7 +31,7 @@ __all__ = [
     "lookup_path",
 ]
 
-SegmentFn = Callable[["SinkRecord"], str]
+SegmentFn = Callable[[Record], str]
 
 KEY_NULL_WHOLE = "Key is null, but requested to partition by whole key"
 KEY_NOT_PRIMITIVE = "Non primitive struct provided, PARTITIONBY _key requested in KCQL"
@@ -74,7 +73,7 @@ def _render(value: Any) -> str:
     return escape(to_text(value))
 
 
-def _whole_key(record: SinkRecord) -> str:
+def _whole_key(record: Record) -> str:
     key = record.key
     if key is None:
         raise PartitionError(KEY_NULL_WHOLE, record.where, record)
@@ -84,7 +83,7 @@ def _whole_key(record: SinkRecord) -> str:
 
 
 def _key_path(path: tuple[str, ...]) -> SegmentFn:
-    def segment(record: SinkRecord) -> str:
+    def segment(record: Record) -> str:
         if record.key is None:
             raise PartitionError(KEY_NULL, record.where, record)
         return _render(lookup_path(record.key, path))
@@ -93,7 +92,7 @@ def _key_path(path: tuple[str, ...]) -> SegmentFn:
 
 
 def _value_path(path: tuple[str, ...]) -> SegmentFn:
-    def segment(record: SinkRecord) -> str:
+    def segment(record: Record) -> str:
         if record.value is None:
             raise PartitionError(VALUE_NULL, record.where, record)
         return _render(lookup_path(record.value, path))
@@ -104,7 +103,7 @@ def _value_path(path: tuple[str, ...]) -> SegmentFn:
 def _header(name: str, path: tuple[str, ...]) -> SegmentFn:
     missing = header_missing(name)
 
-    def segment(record: SinkRecord) -> str:
+    def segment(record: Record) -> str:
         found: Any = _ABSENT
         for header_name, header_value in record.headers:  # last one wins, as Connect's lastWithName
             if header_name == name:
@@ -116,7 +115,7 @@ def _header(name: str, path: tuple[str, ...]) -> SegmentFn:
     return segment
 
 
-def _topic(record: SinkRecord) -> str:
+def _topic(record: Record) -> str:
     return escape(record.topic)
 
 
@@ -127,7 +126,7 @@ def _partition(padding: Padding) -> SegmentFn:
 def _date(pattern: str) -> SegmentFn:
     pieces = [DatePattern(piece) for piece in split_directories(pattern)]
 
-    def segment(record: SinkRecord) -> str:
+    def segment(record: Record) -> str:
         if record.timestamp is None:
             raise PartitionError(NO_TIMESTAMP, record.where, record)
         try:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from kcql.errors import RecordError
 from kcql.model import FileNaming
-from partitioners.base import PartitionError
+from partitioners.base import Batch, PartitionError, Record
 from partitioners.escaping import escape
 from partitioners.fields import SegmentFn, compile_field
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
-    from sink.records.record import SinkRecord
 
 __all__ = ["MAX_PATH_BYTES", "MAX_SEGMENT_BYTES", "Partitioner", "default_path"]
+
+B = TypeVar("B", bound=Batch)
 
 MAX_SEGMENT_BYTES = 255
 """Longest directory name (UTF-8 bytes) we produce: the limit of every common local file system, so
@@ -45,7 +47,7 @@ class Partitioner:
     record, so a replay after a crash puts every record in the same directory again.
 
     Raises:
-        PartitionError: from :meth:`path_for`/:meth:`paths_for` when a record cannot be placed
+        PartitionError: from :meth:`path_for`/:meth:`split` when a record cannot be placed
             (null key/value, missing header or timestamp, a value too long for a directory name).
     """
 
@@ -78,7 +80,7 @@ class Partitioner:
         PARTITIONBY made of ``_topic``/``_partition`` only."""
         return self._mode in ("default", "static")
 
-    def path_for(self, record: SinkRecord) -> str:
+    def path_for(self, record: Record) -> str:
         """The escaped partition path of ``record``."""
         mode = self._mode
         if mode == "default" or mode == "static":
@@ -95,7 +97,7 @@ class Partitioner:
             return ""
         return self._compute(record)
 
-    def _compute(self, record: SinkRecord) -> str:
+    def _compute(self, record: Record) -> str:
         segments = [name + fn(record) for name, fn in zip(self._names, self._fns, strict=True)]
         if self._topic_dir:
             segments.insert(0, escape(record.topic))
@@ -104,29 +106,41 @@ class Partitioner:
             self._check_length(path, record)
         return path
 
-    def paths_for(self, records: Sequence[SinkRecord]) -> list[str]:
-        """:meth:`path_for` of every record, in order; the default layout costs one dict lookup each.
+    def split(self, batch: B) -> Iterator[tuple[str, B]]:
+        """``batch`` cut into ``(path, slice)`` pairs of consecutive records with one path, in order.
 
-        Raises on the first record that cannot be placed (its position is in the error); callers
-        that apply a per-record error policy call :meth:`path_for` for the rest.
+        The default layout, NOPARTITION and PARTITIONBY ``_topic``/``_partition`` give one slice,
+        the batch itself, and read no record. Otherwise every record is placed first; then the
+        slices are yielded up to the first record that cannot be placed or converted, whose
+        RecordError is raised after them, so a caller that writes each slice as it comes has
+        written exactly the records before the bad one.
         """
-        if self._mode == "none":
-            return [""] * len(records)
-        if self._mode in ("default", "static"):
-            cache = self._default_cache
-            out: list[str] = []
-            append = out.append
-            for record in records:
-                path = cache.get((record.topic, record.partition))
-                if path is None:
-                    path = self.path_for(record)
-                append(path)
-            return out
-        path_for = self.path_for
-        return [path_for(record) for record in records]
+        mode = self._mode
+        if mode == "none":
+            yield "", batch
+            return
+        if mode in ("default", "static"):
+            yield self.path_for(_Origin(batch.topic, batch.partition, -1)), batch
+            return
+        paths: list[str] = []
+        failure: RecordError | None = None
+        try:
+            paths.extend(map(self._compute, batch.records()))  # what it placed stays on a raise
+        except PartitionError as exc:
+            exc.index = len(paths)
+            failure = exc
+        except RecordError as exc:  # the record itself cannot be converted (its index is set)
+            failure = exc
+        start = 0
+        for i in range(1, len(paths) + 1):
+            if i == len(paths) or paths[i] != paths[start]:
+                yield paths[start], batch.slice(start, i)
+                start = i
+        if failure is not None:
+            raise failure
 
     @staticmethod
-    def _check_length(path: str, record: SinkRecord) -> None:
+    def _check_length(path: str, record: Record) -> None:
         for segment in path.split("/"):
             size = len(segment.encode("utf-8"))
             if size > MAX_SEGMENT_BYTES:
@@ -144,3 +158,19 @@ class Partitioner:
                 record.where,
                 record,
             )
+
+
+class _Origin(NamedTuple):
+    """Where a record comes from: all the default layout reads (no record is converted for it)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int | None = None
+    key: Any = None
+    value: Any = None
+    headers: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"topic {self.topic!r} partition {self.partition}"

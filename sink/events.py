@@ -10,11 +10,15 @@ own lock. Every call must be cheap and must not raise: it sits on the write path
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Literal, Protocol
 
 from sink.records.record import TopicPartition
 
-__all__ = ["NO_OBSERVER", "NullObserver", "SinkObserver"]
+__all__ = ["NO_OBSERVER", "NullObserver", "Outcome", "SinkObserver"]
+
+Outcome = Literal["stopped", "skipped", "dead_lettered"]
+"""What the error policy did with a bad record: stopped the task, skipped it (logged), or
+skipped it after the dead-letter topic took it."""
 
 
 class SinkObserver(Protocol):
@@ -29,9 +33,11 @@ class SinkObserver(Protocol):
     def offsets_committed(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Kafka accepted these offsets for the connector's group: everything below is in storage."""
 
-    def record_failed(self, tp: TopicPartition, offset: int, stage: str, message: str, skipped: bool) -> None:
-        """A record could not be written (``stage`` as in Connect's DLQ headers, e.g. ``VALUE_CONVERTER``);
-        ``skipped``: the error policy tolerated it (logged and/or dead-lettered), else the task stops."""
+    def record_failed(
+        self, tp: TopicPartition, offset: int, stage: str, message: str, outcome: Outcome
+    ) -> None:
+        """A record could not be written (``stage`` as in Connect's DLQ headers, e.g.
+        ``VALUE_CONVERTER``), and what the error policy did about it."""
 
 
 class NullObserver:
@@ -46,7 +52,9 @@ class NullObserver:
     def offsets_committed(self, offsets: Mapping[TopicPartition, int]) -> None:
         return None
 
-    def record_failed(self, tp: TopicPartition, offset: int, stage: str, message: str, skipped: bool) -> None:
+    def record_failed(
+        self, tp: TopicPartition, offset: int, stage: str, message: str, outcome: Outcome
+    ) -> None:
         return None
 
 

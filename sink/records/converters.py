@@ -36,7 +36,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
-from kcql.errors import ConfigProblem, SinkError
+from kcql.errors import ConfigProblem, RecordError, Stage
 from sink.records.record import Schema, SinkRecord
 
 __all__ = [
@@ -75,23 +75,31 @@ UNPARSED_JSON = "unparsed"
 raw bytes (identical to ``raw_value``); the JSON format only ever writes ``raw_value`` then."""
 
 
-class ConversionError(SinkError):
-    """A key or value cannot be converted; names the record so the user can find it."""
+_STAGES: dict[str, Stage] = {"key": "KEY_CONVERTER", "value": "VALUE_CONVERTER", "header": "HEADER_CONVERTER"}
+
+
+class ConversionError(RecordError):
+    """A key, value or header cannot be converted; names the record so the user can find it."""
 
     def __init__(
         self, message: str, topic: str, partition: int, offset: int, part: str, retriable: bool = False
     ) -> None:
         self.topic = topic
         self.partition = partition
-        self.offset = offset
         self.part = part
         self.reason = message
-        self.is_retriable = retriable
-        """True when trying again may succeed (Schema Registry unreachable), not a bad record."""
         super().__init__(
             f"cannot convert the record {part} at topic {topic!r} partition {partition} "
-            f"offset {offset}: {message}"
+            f"offset {offset}: {message}",
+            offset=offset,
+            stage=_STAGES[part],
+            transient=retriable,
         )
+
+    @property
+    def is_retriable(self) -> bool:
+        """True when trying again may succeed (Schema Registry unreachable), not a bad record."""
+        return self.transient
 
 
 class RegistryUnavailable(Exception):
@@ -418,16 +426,14 @@ class AvroConverter:
         Raises:
             ValueError, RegistryUnavailable: as :meth:`convert` for that schema id.
         """
-        hit = self._columns.get(schema_id, False)
-        if hit is False:
+        if schema_id not in self._columns:
             from formats.arrow_schema import avro_to_arrow
             from formats.avro_columns import flat_fields
 
             writer, _parsed = self._schema(schema_id)
             fields = flat_fields(writer)
-            hit = None if fields is None else (writer, fields, avro_to_arrow(writer))
-            self._columns[schema_id] = hit
-        return hit
+            self._columns[schema_id] = None if fields is None else (writer, fields, avro_to_arrow(writer))
+        return self._columns[schema_id]
 
     def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
         import fastavro
@@ -495,6 +501,7 @@ def build_converter(cls: str, props: Mapping[str, str], prefix: str) -> Converte
     the class itself was not configured (our default is schemaless JSON, see the module docs).
     """
     sub = _sub(props, prefix)
+    cls = cls.strip()
     if cls == STRING_CONVERTER:
         return StringConverter(sub.get("converter.encoding") or sub.get("encoding") or "utf-8")
     if cls == BYTEARRAY_CONVERTER:

@@ -26,7 +26,7 @@ from kcql.errors import ConfigError
 from sink.config.files import ConnectorConfig, mask, parse_connector_config
 from sink.records.record import TopicPartition
 from sink.rest.errors import RestError
-from sink.rest.metering import MeteredConverter, TaskMetrics, metered_factory
+from sink.rest.metering import TaskMetrics
 from sink.rest.store import ConnectorRecord, StateStore
 from sink.rest.watermarks import WatermarkProbe
 
@@ -34,7 +34,8 @@ __all__ = ["Connector", "Herder", "TaskRunner"]
 
 log = logging.getLogger(__name__)
 
-TaskFactory = Callable[[], Any]
+TaskFactory = Callable[[Any], Any]
+"""Builds a task given its observer (``sink.task.SinkTask`` is one)."""
 
 
 def default_task_factory() -> TaskFactory:
@@ -107,9 +108,9 @@ class TaskRunner:
             runtime = SinkRuntime(
                 cfg,
                 RuntimeOptions(bootstrap=bootstrap, task_id=self.id),
-                task_factory=metered_factory(self._factory(), self.metrics),
+                task_factory=self._factory(),
+                observer=self.metrics,
             )
-            runtime.converter = MeteredConverter(runtime.converter, self.metrics)  # type: ignore[assignment]
             self.runtime = runtime
             log.info("task %s started", self.label)
             runtime.run(stop)

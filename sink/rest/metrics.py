@@ -86,11 +86,10 @@ class HerderCollector(Collector):
                     if row["lag"] is not None:
                         lag.add_metric(labels, row["lag"])
                 m = task.metrics
-                runtime = task.runtime
                 files.add_metric(ct, m.files_committed)
                 bytes_out.add_metric(ct, m.bytes_out)
-                errors.add_metric(ct, getattr(runtime, "errors_tolerated", 0) or 0)
-                dlq.add_metric(ct, getattr(getattr(runtime, "dlq", None), "sent", 0) or 0)
+                errors.add_metric(ct, m.errors_tolerated)
+                dlq.add_metric(ct, m.dead_lettered)
                 failures.add_metric(ct, m.failures)
                 for s in STATES:
                     state.add_metric([*ct, s], 1.0 if task.state == s else 0.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from kcql.errors import ConfigError, ConfigProblem, KcqlError
@@ -213,7 +214,9 @@ def validate_config(config: Mapping[str, str | None]) -> list[ConfigProblem]:
         problems += exc.problems
     problems += converter_problems(cfg.props, DEFAULT_CONVERTERS)
     try:
-        SinkRuntime(cfg, RuntimeOptions(bootstrap="validation-only"), task_factory=lambda: None)  # type: ignore[arg-type,return-value]
+        SinkRuntime(
+            cfg, RuntimeOptions(bootstrap="validation-only"), task_factory=lambda _observer: SimpleNamespace()  # type: ignore[arg-type,return-value]
+        )
     except ConfigError as exc:
         problems += [p for p in exc.problems if not (kcql_failed and p.key == "connect.s3.kcql")]
     seen: set[tuple[str, str]] = set()

@@ -1,16 +1,20 @@
 """The sink task: Kafka Connect's SinkTask lifecycle, driven by any caller.
 
-``start(config)`` → ``open(partitions)`` → ``put(records)``… / ``pre_commit(offsets)``… →
-``close(partitions)`` → ``stop()``. The Kafka runtime (:mod:`sink.runtime.loop`) drives it from a
+``start(config)`` → ``open(partitions)`` → ``put(batch)``… / ``pre_commit(offsets)``… →
+``close(partitions)`` → ``stop()``. The Kafka runtime (:mod:`sink.runtime`) drives it from a
 consumer loop; tests drive it directly. What each call guarantees:
 
 * ``open`` takes ownership of each partition's exactly-once index (fencing the previous owner),
   finishes or rolls back an interrupted commit, and returns the offset to consume from.
-* ``put`` streams records into one staging file per (topic, partition, partition path) and
-  commits files whose flush.count / flush.size is reached, or that a schema change rolls.
-  Records already committed (replays after a crash or a rewind) are skipped. On an error that
-  concerns one record (:class:`RecordFormatError`, :class:`PartitionError`, both with ``.record``)
-  the records before it are written, it and the ones after are not, and the error propagates.
+* ``put`` takes one :class:`~sink.records.batch.RecordBatch` (records of one topic partition).
+  The statement's partitioner cuts it into slices, one per partition path, and each slice is
+  appended to the open file of its (topic, partition, path), which commits when flush.count or
+  flush.size is reached or the format rolls it (a schema change). Records already committed
+  (replays after a crash or a rewind) are skipped. At the first record that cannot be converted,
+  placed or written, the records before it are written, it and those after are not, and its
+  :class:`~kcql.errors.RecordError` propagates: the error policy is the caller's, in one place.
+* ``prefetch`` (optional) lets the open file of a batch start work for a later ``put`` of it on
+  the batch's helper thread; it writes nothing.
 * A timer thread commits files whose flush.interval has passed, also on idle partitions.
 * ``pre_commit`` returns, per partition, the next offset safe to commit to Kafka: nothing at or
   after the first record still sitting in an uncommitted staging file.
@@ -21,14 +25,13 @@ consumer loop; tests drive it directly. What each call guarantees:
   Kafka offset the runtime already committed, so the next owner would write them again.
 * ``stop`` discards whatever is still open (Connect calls ``close`` first).
 
-Locking: one re-entrant lock guards all mutable state (writers, partition states, the index
-handles). ``put``, ``open``, ``close``, ``pre_commit``, ``stop`` and every timer tick hold it for
-their whole duration, storage I/O included: a commit by the timer simply makes a concurrent
-``put`` wait, which is the back-pressure we want, and no writer is ever used by two threads.
-The exception is :attr:`SinkTask.background_commits` (docs/exactly-once.md, "Background
-commits"): full files of ``put_block`` are committed on commit threads without the lock (a
-partition's files in order), and every other commit, ``open``, ``close`` and ``stop`` wait for
-those threads first.
+Locking: one re-entrant lock guards the task's state (writers, partition states). ``put``,
+``open``, ``close``, ``pre_commit``, ``stop`` and every timer tick hold it, storage I/O included:
+a commit by the timer simply makes a concurrent ``put`` wait, which is the back-pressure we want,
+and no writer is ever used by two threads. The exception is :attr:`SinkTask.background_commits`:
+files that ``put`` fills are committed by a :class:`~sink.commit.queue.CommitQueue`, which owns
+their partitions' indexes meanwhile; every other commit, ``open``, ``close`` and ``stop`` drain
+it first (see :mod:`sink.commit.queue`).
 """
 
 from __future__ import annotations
@@ -37,35 +40,30 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from formats import FormatError, get_format, settings_for_plan
+from formats.base import FileFormat
 from kcql.errors import ConfigError, SinkError
-from kcql.model import StoreFormat
-from partitioners import Partitioner, PartitionError, object_key
+from kcql.model import SinkPlan
+from partitioners import Partitioner, object_key
 from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
-from sink.commit.index import FencedError, PartitionIndex, index_key
+from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key
+from sink.commit.queue import CommitJob, CommitQueue
 from sink.commit.staging import StagingArea
 from sink.config.settings import ConnectorSettings, parse_settings
-from sink.records.record import SinkRecord, TopicPartition
+from sink.events import NO_OBSERVER, SinkObserver
+from sink.records.batch import RecordBatch
+from sink.records.record import TopicPartition
 from sink.storage import Storage, bucket_name_problem, create_storage
 from sink.task.flush_policy import FlushPolicy
+from sink.task.timer import FlushTimer
 from sink.task.writers import PartitionWriter, WriterKey, WriterPool
-
-if TYPE_CHECKING:
-    from formats.base import FileFormat
-    from kcql.model import SinkPlan
-    from sink.records.blocks import MessageBlock
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
 
 log = logging.getLogger(__name__)
-
-MAX_BACKGROUND_COMMITS = 4
-"""Files handed to the commit threads at most at once (and threads); one more waits for them."""
 
 MAX_PATHS_AHEAD = 1000
 """Per-path offsets the index may hold ahead of ``committedOffset`` before the file holding the
@@ -78,28 +76,17 @@ class _PartitionState:
 
     tp: TopicPartition
     plan: SinkPlan
+    partitioner: Partitioner
     index: PartitionIndex | None
+    resumed: IndexState | None
+    """The index as this task found it at ``open``: what was committed before (read-only; the
+    live index belongs to whoever commits, see the module docstring)."""
     high: int = -1
     """Highest offset processed (written, or skipped as already committed)."""
-    failed: BaseException | None = None
-    """Why a background commit of this partition failed: no later file may be committed (the
-    index would pass records that are not stored) until the partition is opened again."""
 
     def skip_threshold(self, path: str) -> int:
-        if self.index is None:
-            return self.high
-        return max(self.high, self.index.state.skip_threshold(path))
-
-
-@dataclass
-class _BackgroundCommit:
-    """A full file handed to a commit thread; it holds its partition's safe offset back."""
-
-    writer: PartitionWriter
-    state: _PartitionState
-    committed_after: int
-    reason: str
-    future: Future[None] | None = field(default=None, repr=False)
+        """Records of ``path`` at or below this offset are written already."""
+        return self.high if self.resumed is None else max(self.high, self.resumed.skip_threshold(path))
 
 
 class SinkTask:
@@ -108,12 +95,19 @@ class SinkTask:
     Attributes:
         task_id: a fresh UUID; recorded as the owner in the exactly-once index.
         fault_hook: tests set it to inject a crash after a commit step (:data:`COMMIT_STEPS`).
+        background_commits: commit the files ``put`` fills on threads while the caller goes on
+            consuming. Off for direct callers, which expect a full file to be committed when
+            ``put`` returns; the runtime turns it on. A failure is raised by a later ``put``,
+            naming the partition to rewind (``exc.partitions``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, observer: SinkObserver = NO_OBSERVER) -> None:
         self.task_id = uuid.uuid4().hex
         self.fault_hook: FaultHook | None = None
         self.settings: ConnectorSettings | None = None
+        self.observer = observer
+        self.background_commits = False
+        self.files_committed = 0
         self._lock = threading.RLock()
         self._plans: tuple[SinkPlan, ...] = ()
         self._plan_by_topic: dict[str, SinkPlan] = {}
@@ -125,21 +119,8 @@ class SinkTask:
         self._storage: Storage | None = None
         self._committer: Committer | None = None
         self._staging: StagingArea | None = None
-        self._timer: threading.Thread | None = None
-        self._stopping = threading.Event()
-        self._timer_error: BaseException | None = None
-        self.files_committed = 0
-        self.background_commits = False
-        """Commit files that :meth:`put_block` fills on a thread while the caller goes on
-        consuming (finishing, uploading and fsyncing a file takes tens of milliseconds). Off for
-        direct callers, which expect a full file to be committed when ``put`` returns; the
-        runtime turns it on. Errors are raised by a later ``put``/``put_block``, naming the
-        partition (``exc.partitions``) that must be rewound."""
-        self._commit_pool: ThreadPoolExecutor | None = None
-        self._prepare_pool: ThreadPoolExecutor | None = None
-        """The thread :meth:`prepare_blocks` parses on (Arrow releases the GIL there)."""
-        self._committing: dict[TopicPartition, list[_BackgroundCommit]] = {}
-        self._commit_errors: dict[TopicPartition, BaseException] = {}
+        self._timer: FlushTimer | None = None
+        self._queue: CommitQueue[PartitionWriter] = CommitQueue(self._commit_job)
 
     def __repr__(self) -> str:
         name = self.settings.name if self.settings else "?"
@@ -168,9 +149,9 @@ class SinkTask:
         self.settings = settings
         self._plans = tuple(plans)
         problems: list[tuple[str, str, str]] = []
+        writers = settings.writers
         for plan in self._plans:
             try:
-                writers = settings.writers
                 self._formats[plan] = get_format(
                     settings_for_plan(plan, writers.compression_codec, writers.compression_level)
                 )
@@ -180,7 +161,7 @@ class SinkTask:
                 problems.append(("connect.s3.kcql", plan.statement or plan.bucket, why))
             self._partitioners[plan] = Partitioner(plan)
             self._policies[plan] = FlushPolicy.from_plan(plan)
-        root, staging = settings.storage.local_root, settings.writers.staging_dir
+        root, staging = settings.storage.local_root, writers.staging_dir
         if (
             settings.storage.kind == "local" and root and staging
             and (staging.resolve() == root.resolve() or root.resolve() in staging.resolve().parents)
@@ -197,12 +178,9 @@ class SinkTask:
         self._committer = Committer(self._storage, settings.name)
         self._committer.fault_hook = self._fire_fault
         self._staging = StagingArea(staging, settings.name, self.task_id)
-        self._pool = WriterPool(settings.writers.max_open_writers)
-        self._stopping.clear()
-        self._timer = threading.Thread(
-            target=self._run_timer, name=f"kcql-sink-flush-{settings.name}", daemon=True
-        )
-        self._timer.start()
+        self._pool = WriterPool(writers.max_open_writers)
+        shortest = min((policy.interval for policy in self._policies.values()), default=1.0)
+        self._timer = FlushTimer(self.flush_due, self._lock, shortest, f"kcql-sink-flush-{settings.name}")
         log.info(
             "task %s of connector %s started: %d statement(s), storage %s, exactly-once %s",
             self.task_id, settings.name, len(self._plans), self._storage,
@@ -233,7 +211,8 @@ class SinkTask:
                     index = PartitionIndex(storage, plan.bucket, key, tp, self.task_id)
                     index.acquire()
                     committer.recover(index)
-                state = _PartitionState(tp, plan, index)
+                resumed = index.state if index else None
+                state = _PartitionState(tp, plan, self._partitioners[plan], index, resumed)
                 committed = index.state.committed_offset if index else None
                 if committed is not None:
                     state.high = committed
@@ -241,145 +220,44 @@ class SinkTask:
                 self._partitions[tp] = state
             return resume
 
-    def put(self, records: Sequence[SinkRecord]) -> None:
-        """Write records; commit the files that reach flush.count/flush.size or roll on a schema change.
+    def put(self, batch: RecordBatch) -> None:
+        """Write the records of ``batch``; commit the files that fill up (see the module docstring).
 
         Raises:
-            RecordFormatError, PartitionError: one record cannot be written/placed; ``exc.record``
-                is that record; the ones before it were written.
+            RecordError: a record cannot be converted, placed or written; the ones before it were.
             FencedError: another task owns the partition now (its writers were dropped).
-            StorageError: a commit failed (``retriable`` says whether to try again).
+            StorageError: a commit failed (``retriable`` says whether to try again); an error of a
+                background commit names its partition in ``exc.partitions``.
+            SinkError: the partition is not open on this task.
         """
         self._started()
         with self._lock:
-            self._raise_timer_error()
-            self._raise_commit_error()
-            start = 0
-            count = len(records)
-            while start < count:
-                topic = records[start].topic
-                end = start + 1
-                while end < count and records[end].topic == topic:
-                    end += 1
-                self._put_topic(records[start:end] if start or end < count else records)
-                start = end
+            self._raise_pending_errors()
+            state = self._partition(batch)
+            for path, part in state.partitioner.split(batch):
+                threshold = state.skip_threshold(path)
+                if part.first_offset <= threshold:  # a replay: drop what is already written
+                    skip = part.count_through(threshold)
+                    state.high = max(state.high, part.offset_at(skip - 1))
+                    if skip == len(part):
+                        continue
+                    part = part.slice(skip)
+                self._write(state, path, part)
             self._enforce_staging_budget()
 
-    def accepts_blocks(self, topic: str) -> bool:
-        """Whether :meth:`put_block` can take blocks of ``topic``: its statement writes JSON or
-        PARQUET without the envelope, into a path that depends only on the topic partition."""
-        try:
-            plan = self._plan_for(topic)
-        except SinkError:
-            return False
-        return (
-            plan.envelope is None
-            and self._partitioners[plan].is_default
-            and plan.format in (StoreFormat.JSON, StoreFormat.PARQUET)
-        )
-
-    def records_before_blocks(self, topic: str, partition: int, offset: int) -> int:
-        """How many records from ``offset`` on :meth:`put_block` would refuse for certain (0: try).
-
-        The open file of that partition may need its first rows one by one (a Parquet file fixes
-        its schema from them); the caller puts that many through :meth:`put` first.
-        """
+    def prefetch(self, batch: RecordBatch) -> bool:
+        """Let the file ``batch`` will go to start computing ahead (PARQUET: parsing, on the batch's
+        helper thread); whether anything was started. Only for statements whose layout is one
+        file per partition, when the batch fits that file whole; writes nothing."""
         with self._lock:
-            state = self._partitions.get(TopicPartition(topic, partition))
-            if state is None:
-                return 0
-            writer = self._block_writer(state, offset)
-            if writer is None:  # put_block would open a new file
-                return self._formats[state.plan].records_before_blocks()
-            return writer.records_before_blocks()
-
-    def prepare_blocks(self, blocks: Sequence[MessageBlock]) -> int:
-        """Start the work :meth:`put_block` can do ahead for ``blocks`` (parsing, on a thread);
-        returns for how many blocks something was started.
-
-        Only for blocks that fit whole in their partition's open file; the caller then puts
-        them in order as usual, and may consume more messages meanwhile.
-        """
-        started = 0
-        with self._lock:
-            for block in blocks:
-                state = self._partitions.get(TopicPartition(block.topic, block.partition))
-                writer = None if state is None else self._block_writer(state, block.first_offset)
-                if writer is not None and len(block) <= writer.policy.room(writer.record_count):
-                    if self._prepare_pool is None:
-                        self._prepare_pool = ThreadPoolExecutor(
-                            max_workers=1, thread_name_prefix="kcql-sink-prepare"
-                        )
-                    started += writer.prepare_block(block, self._prepare_pool.submit)
-        return started
-
-    def _block_writer(self, state: _PartitionState, offset: int) -> PartitionWriter | None:
-        """The open file a block of ``state``'s partition starting at ``offset`` would go to."""
-        tp = state.tp
-        try:
-            path = self._partitioners[state.plan].path_for(SinkRecord(tp.topic, tp.partition, offset))
-        except PartitionError:
-            return None
-        writer = self._pool.get((tp.topic, tp.partition, path))
-        return None if writer is None or writer.finished else writer
-
-    def put_block(self, block: MessageBlock) -> int:
-        """Write a block of messages (the fast path of :mod:`sink.records.blocks`).
-
-        Returns how many of the block's records were written: a prefix, possibly empty, when the
-        file's format refuses the rest (see :meth:`FormatWriter.write_lines`). The caller puts
-        the remaining records through :meth:`put`, which decides each one as usual. Replays
-        (records already committed) are never taken here.
-
-        Raises:
-            FencedError: another task owns the partition now (its writers were dropped).
-            StorageError: a commit failed (``retriable`` says whether to try again).
-        """
-        self._started()
-        with self._lock:
-            self._raise_timer_error()
-            self._raise_commit_error()
-            tp = TopicPartition(block.topic, block.partition)
-            state = self._partitions.get(tp)
-            if state is None:
-                return 0  # put() raises the error that names it
-            plan = state.plan
-            try:
-                path = self._partitioners[plan].path_for(
-                    SinkRecord(block.topic, block.partition, block.first_offset)
-                )
-            except PartitionError:
-                return 0
-            if block.first_offset <= state.skip_threshold(path):
-                return 0
-            key: WriterKey = (block.topic, block.partition, path)
-            writer = self._pool.get(key)
-            done, total = 0, len(block)
-            while done < total:
-                if writer is not None and writer.finished:  # a commit failed earlier: retry it first
-                    self._commit_writer(writer, "retry")
-                    writer = None
-                if writer is None:
-                    writer = self._open_writer(plan, key)
-                room = writer.policy.room(writer.record_count)
-                if room <= 0:
-                    self._commit_writer(writer, "count", background=True)
-                    writer = None
-                    continue
-                if writer.records_before_blocks():
-                    break  # a new Parquet file fixes its schema from rows put one by one
-                chunk = block.tail(done).head(room)
-                if not writer.write_block(chunk):
-                    break
-                done += len(chunk)
-                state.high = max(state.high, chunk.last_offset)
-                reason = writer.due(time.monotonic())
-                if reason is not None:
-                    self._commit_writer(writer, reason, background=True)
-                    writer = None
-            if done:
-                self._enforce_staging_budget()
-            return done
+            state = self._partitions.get(TopicPartition(batch.topic, batch.partition))
+            if state is None or not state.partitioner.is_default:
+                return False
+            path, _ = next(state.partitioner.split(batch))  # one slice: the batch itself
+            writer = self._pool.get((batch.topic, batch.partition, path))
+            if writer is None or writer.finished or len(batch) > writer.policy.room(writer.record_count):
+                return False
+            return writer.prefetch(batch)
 
     def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         """The next offset safe to commit to Kafka for each given partition we own.
@@ -390,14 +268,13 @@ class SinkTask:
             self._reap()
             result: dict[TopicPartition, int] = {}
             for tp, consumed in offsets.items():
-                tp = TopicPartition(tp.topic, tp.partition)
-                state = self._partitions.get(tp)
+                state = self._partitions.get(TopicPartition(tp.topic, tp.partition))
                 if state is None:
                     continue
                 safe = self._safe_offset(state)
                 if safe >= 0:
                     known = consumed is not None and consumed >= 0
-                    result[tp] = min(safe + 1, consumed) if known else safe + 1
+                    result[state.tp] = min(safe + 1, consumed) if known else safe + 1
             return result
 
     def close(self, partitions: Sequence[TopicPartition]) -> None:
@@ -423,100 +300,98 @@ class SinkTask:
 
     def stop(self) -> None:
         """Stop the timer and discard whatever is still open; idempotent."""
-        self._stopping.set()
-        timer = self._timer
-        if timer is not None and timer is not threading.current_thread():
-            timer.join(timeout=30)
+        if self._timer is not None:
+            self._timer.stop()
         with self._lock:
-            self._drain()
             for tp in list(self._partitions):
                 self._drop_partition(tp)
             for writer in self._pool.all():
                 writer.discard()
                 self._pool.remove(writer)
+            self._queue.close()
             if self._staging is not None:
                 self._staging.close()
             if self._storage is not None:
                 self._storage.close()
             self._timer = None
-            for pool in (self._commit_pool, self._prepare_pool):
-                if pool is not None:
-                    pool.shutdown(wait=True)
-            self._commit_pool = self._prepare_pool = None
-            self._commit_errors.clear()
+
+    def flush_due(self) -> None:
+        """Commit every file whose flush.interval has passed (the timer calls this every tick).
+
+        Errors are kept and raised by the next ``put`` (the Connect way: the framework sees the
+        failure on its own thread); one failing partition does not stop the others.
+        """
+        with self._lock:
+            now = time.monotonic()
+            for writer in self._pool.all():
+                if writer not in self._pool:  # dropped by an earlier failure in this loop
+                    continue
+                if not writer.finished and writer.due(now) is None:
+                    continue
+                try:
+                    self._commit_writer(writer, "interval" if not writer.finished else "retry")
+                except Exception as exc:  # noqa: BLE001 - handed to the caller's thread by put()
+                    log.error("flush of %s failed: %s", writer.tp, exc)  # noqa: TRY400 - no traceback spam
+                    if self._timer is not None:
+                        self._timer.keep_error(exc)
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def _put_topic(self, records: Sequence[SinkRecord]) -> None:
-        plan = self._plan_for(records[0].topic)
-        partitioner = self._partitioners[plan]
-        try:
-            paths = partitioner.paths_for(records)
-        except PartitionError:
-            placed: list[str] = []
-            for record in records:
-                try:
-                    placed.append(partitioner.path_for(record))
-                except PartitionError as bad:
-                    bad.record = record  # type: ignore[attr-defined]
-                    self._write_runs(plan, records[: len(placed)], placed)
-                    raise bad from None
-            raise  # pragma: no cover - paths_for and path_for agree
-        self._write_runs(plan, records, paths)
-
-    def _write_runs(self, plan: SinkPlan, records: Sequence[SinkRecord], paths: list[str]) -> None:
-        start = 0
-        count = len(records)
-        while start < count:
-            partition, path = records[start].partition, paths[start]
-            end = start + 1
-            while end < count and paths[end] == path and records[end].partition == partition:
-                end += 1
-            self._write_run(plan, records[start].topic, partition, path, records[start:end])
-            start = end
-
-    def _write_run(
-        self, plan: SinkPlan, topic: str, partition: int, path: str, run: Sequence[SinkRecord]
-    ) -> None:
-        tp = TopicPartition(topic, partition)
+    def _partition(self, batch: RecordBatch) -> _PartitionState:
+        tp = TopicPartition(batch.topic, batch.partition)
         state = self._partitions.get(tp)
         if state is None:
             raise SinkError(f"put() received records of {tp}, which is not open on this task (call open())")
-        threshold = state.skip_threshold(path)
-        if run[0].offset <= threshold:  # a replay: drop what is already committed or written
-            skipped = [r for r in run if r.offset <= threshold]
-            run = [r for r in run if r.offset > threshold]
-            state.high = max(state.high, skipped[-1].offset)
-        key: WriterKey = (topic, partition, path)
+        return state
+
+    def _write(self, state: _PartitionState, path: str, part: RecordBatch) -> None:
+        """Append ``part`` (records of one path) to its open files, committing each that fills up."""
+        key: WriterKey = (state.tp.topic, state.tp.partition, path)
         writer = self._pool.get(key)
-        while run:
+        background = state.partitioner.is_default
+        while True:
             if writer is not None and writer.finished:  # a commit failed earlier: retry it first
                 self._commit_writer(writer, "retry")
                 writer = None
             if writer is None:
-                writer = self._open_writer(plan, key)
+                writer = self._open_writer(state.plan, key)
             room = writer.policy.room(writer.record_count)
-            chunk = run if len(run) <= room else run[:room]
-            try:
-                written = writer.write(chunk)
-            except Exception as exc:
-                index = getattr(exc, "index", 0)
-                if index:
-                    state.high = max(state.high, chunk[index - 1].offset)
-                raise
-            if written:
-                state.high = max(state.high, chunk[written - 1].offset)
-            run = run[written:]
-            if written < len(chunk):
-                if writer.record_count == 0:
-                    raise SinkError(f"the {plan.format} writer accepted no record at {chunk[0].where}")
-                self._commit_writer(writer, "schema change")
+            if room <= 0:
+                self._commit_writer(writer, "count", background)
                 writer = None
                 continue
-            reason = writer.due(time.monotonic())
-            if reason is not None:
-                self._commit_writer(writer, reason)
+            chunk = part if len(part) <= room else part.slice(0, room)
+            try:
+                taken = writer.append(chunk)
+            finally:
+                if writer.last_offset >= 0:
+                    state.high = max(state.high, writer.last_offset)
+            if taken < len(chunk):  # the next record must start a new file (a schema change)
+                if taken == 0 and writer.record_count == 0:
+                    raise SinkError(f"the {state.plan.format} writer accepted no record at {chunk!r}")
+                self._commit_writer(writer, "schema change", background)
                 writer = None
+            else:
+                reason = writer.due(time.monotonic())
+                if reason is not None:
+                    self._commit_writer(writer, reason, background)
+                    writer = None
+            if taken == len(part):
+                return
+            part = part.slice(taken)
+
+    def _open_writer(self, plan: SinkPlan, key: WriterKey) -> PartitionWriter:
+        while self._pool.full:
+            self._commit_writer(self._pool.least_recently_used(), "max open writers")
+        assert self._staging is not None  # noqa: S101
+        file_format = self._formats[plan]
+        tp = TopicPartition(key[0], key[1])
+        writer = PartitionWriter(
+            key, plan, file_format, self._staging.new_file(tp, file_format.extension),
+            self._policies[plan], time.monotonic(),
+        )
+        self._pool.add(writer)
+        return writer
 
     def _enforce_staging_budget(self) -> None:
         """Commit the largest open files early when staging exceeds ``connect.s3.local.tmp.max.bytes``.
@@ -537,152 +412,92 @@ class SinkTask:
             total -= writer.bytes_written
             self._commit_writer(writer, "staging budget")
 
-    def _open_writer(self, plan: SinkPlan, key: WriterKey) -> PartitionWriter:
-        while self._pool.full:
-            self._commit_writer(self._pool.least_recently_used(), "max open writers")
-        assert self._staging is not None  # noqa: S101
-        file_format = self._formats[plan]
-        tp = TopicPartition(key[0], key[1])
-        writer = PartitionWriter(
-            key, plan, file_format, self._staging.new_file(tp, file_format.extension),
-            self._policies[plan], time.monotonic(),
-        )
-        self._pool.add(writer)
-        return writer
-
     # -- committing ------------------------------------------------------------------------------
 
-    def _safe_offset(
-        self, state: _PartitionState, excluding: PartitionWriter | None = None, *, committing: bool = True
-    ) -> int:
-        """The highest offset below every record not yet committed; ``committing=False`` leaves
-        out the files with a background commit (they are committed first, in order)."""
-        first = self._pool.min_first_offset(state.tp, excluding)
-        for job in self._committing.get(state.tp, ()) if committing else ():  # in flight or failed
-            if job.writer.first_offset is not None and (first is None or job.writer.first_offset < first):
-                first = job.writer.first_offset
-        return state.high if first is None else first - 1
+    def _safe_offset(self, state: _PartitionState, excluding: PartitionWriter | None = None) -> int:
+        """The highest offset below every record not yet committed (open files and queued ones)."""
+        firsts = [self._pool.min_first_offset(state.tp, excluding), self._queue.first_offset(state.tp)]
+        known = [f for f in firsts if f is not None]
+        return state.high if not known else min(known) - 1
 
     def _commit_writer(self, writer: PartitionWriter, reason: str, background: bool = False) -> None:
         """Finish ``writer``'s file and commit it; it leaves the pool only once committed.
 
-        With ``background`` (and :attr:`background_commits` on) the file is handed to a commit
-        thread instead; every other commit first waits for those, so a partition's files reach
-        the index in order.
+        With ``background`` (and :attr:`background_commits` on) the file goes to the commit queue
+        instead; every other commit waits for the queue first, so a partition's files reach the
+        index in order.
         """
-        assert self._committer is not None  # noqa: S101
         if writer not in self._pool.for_partition(writer.tp):
             return  # already committed (early, by _commit_oldest) while the caller iterated a snapshot
         state = self._partitions[writer.tp]
-        if background and self.background_commits and not writer.finished and state.failed is None:
-            self._commit_in_background(writer, state, reason)
-            return
-        self._drain()
-        if state.failed is not None:
-            raise _naming(state.failed, state.tp)
-        writer.finish()
-        if writer.first_offset is None:
-            writer.discard()
+        if background and self.background_commits and not writer.finished:
+            failed = self._queue.failure(state.tp)
+            if failed is not None:
+                raise _naming(failed, state.tp)
+            job = CommitJob(state.tp, writer, writer.first_offset, self._safe_offset(state, writer), reason)
             self._pool.remove(writer)
+            self._queue.submit(job)
             return
-        meta = writer.meta()
-        final_key = object_key(writer.plan, meta)
+        self._reap(self._queue.drain())
+        failed = self._queue.failure(state.tp)
+        if failed is not None:
+            raise _naming(failed, state.tp)
         try:
-            if state.index is not None:
-                self._committer.commit_exactly_once(
-                    state.index, writer.staging_path, final_key, writer.path, meta.last_offset,
-                    self._safe_offset(state, excluding=writer),
-                )
-            else:
-                self._committer.commit_direct(writer.plan.bucket, writer.staging_path, final_key)
+            committed = self._commit_file(state, writer, self._safe_offset(state, excluding=writer), reason)
         except FencedError:
             self._drop_partition(writer.tp)
             raise
-        log.debug("committed %s (%d records, %s)", final_key, meta.record_count, reason)
-        self.files_committed += 1
+        if committed:
+            self.files_committed += 1
         writer.discard()  # removes the staging file
         self._pool.remove(writer)
         if state.index is not None and len(state.index.state.paths) > MAX_PATHS_AHEAD:
             self._commit_oldest(state)
 
-    def _commit_in_background(self, writer: PartitionWriter, state: _PartitionState, reason: str) -> None:
-        if sum(map(len, self._committing.values())) >= MAX_BACKGROUND_COMMITS:
-            self._drain()  # back-pressure: memory and staging space of finished files
-            if state.failed is not None:
-                raise _naming(state.failed, state.tp)
-        # a partition's jobs run in order; committed_after only counts writers still open (the
-        # partition's jobs before this one are committed first, or this one fails with them)
-        job = _BackgroundCommit(writer, state, self._safe_offset(state, writer, committing=False), reason)
-        self._pool.remove(writer)
-        jobs = self._committing.setdefault(state.tp, [])
-        previous = jobs[-1].future if jobs else None
-        jobs.append(job)
-        if self._commit_pool is None:
-            self._commit_pool = ThreadPoolExecutor(
-                max_workers=MAX_BACKGROUND_COMMITS, thread_name_prefix="kcql-sink-commit"
-            )
-        job.future = self._commit_pool.submit(self._run_background_commit, job, previous)
+    def _commit_job(self, job: CommitJob[PartitionWriter]) -> None:
+        """A commit thread's work (no task lock: the queue owns the partition's index meanwhile)."""
+        self._commit_file(self._partitions[job.tp], job.writer, job.committed_after, job.reason)
 
-    def _run_background_commit(self, job: _BackgroundCommit, previous: Future[None] | None) -> None:
-        """On a commit thread, without the task lock: nothing else uses this writer any more,
-        and every other user of the partition's index waits for these threads first
-        (:meth:`_drain`). Partitions commit in parallel; a partition's files one after the other
-        (``previous``, its file before this one, was submitted earlier to the same FIFO pool, so
-        it is running or done when this one starts: waiting for it cannot deadlock)."""
+    def _commit_file(
+        self, state: _PartitionState, writer: PartitionWriter, committed_after: int, reason: str
+    ) -> bool:
+        """Finish the file and make it visible (exactly once when the index is on); False when empty."""
         assert self._committer is not None  # noqa: S101
-        if previous is not None:
-            wait([previous])
-        state, writer = job.state, job.writer
-        if state.failed is not None:
-            raise state.failed  # an earlier file of this partition is not stored
-        try:
-            writer.finish()
-            if writer.first_offset is None:
-                return
-            meta = writer.meta()
-            final_key = object_key(writer.plan, meta)
-            if state.index is not None:
-                self._committer.commit_exactly_once(
-                    state.index, writer.staging_path, final_key, writer.path, meta.last_offset,
-                    job.committed_after,
-                )
-            else:
-                self._committer.commit_direct(writer.plan.bucket, writer.staging_path, final_key)
-            log.debug("committed %s (%d records, %s, background)", final_key, meta.record_count, job.reason)
-        except BaseException as exc:
-            state.failed = exc
-            raise
+        writer.finish()
+        if writer.first_offset is None:
+            return False
+        meta = writer.meta()
+        final_key = object_key(writer.plan, meta)
+        started = time.perf_counter()
+        if state.index is not None:
+            self._committer.commit_exactly_once(
+                state.index, writer.staging_path, final_key, writer.path, meta.last_offset, committed_after
+            )
+        else:
+            self._committer.commit_direct(writer.plan.bucket, writer.staging_path, final_key)
+        log.debug("committed %s (%d records, %s)", final_key, meta.record_count, reason)
+        self.observer.file_committed(
+            state.tp, final_key, meta.record_count, writer.bytes_written, time.perf_counter() - started
+        )
+        return True
 
-    def _reap(self) -> None:
-        """Account for the background commits that are done; keep failed ones (they hold the
-        partition's safe offset back) and their error for the next put."""
-        for tp in list(self._committing):
-            jobs = self._committing[tp]
-            while jobs and jobs[0].future is not None and jobs[0].future.done():
-                error = jobs[0].future.exception()
-                if error is not None:
-                    self._commit_errors.setdefault(tp, error)
-                    break
-                job = jobs.pop(0)
-                if job.writer.first_offset is not None:
-                    self.files_committed += 1
-                job.writer.discard()  # removes the staging file
-            if not jobs:
-                del self._committing[tp]
+    def _reap(self, done: list[CommitJob[PartitionWriter]] | None = None) -> None:
+        """Account for the background commits that are done."""
+        for job in self._queue.reap() if done is None else done:
+            if job.first_offset is not None:
+                self.files_committed += 1
+            job.writer.discard()  # removes the staging file
 
-    def _drain(self) -> None:
-        """Wait for every background commit, then :meth:`_reap`."""
-        futures = [job.future for jobs in self._committing.values() for job in jobs if job.future is not None]
-        if futures:
-            wait(futures)
+    def _raise_pending_errors(self) -> None:
+        """Raise what failed since the last call: a timer flush, or a background commit (naming
+        its partition, which the caller must rewind)."""
+        if self._timer is not None:
+            self._timer.raise_error()
         self._reap()
-
-    def _raise_commit_error(self) -> None:
-        """Raise the first background commit failure not raised yet, naming its partition."""
-        self._reap()
-        if self._commit_errors:
-            tp = next(iter(self._commit_errors))
-            raise _naming(self._commit_errors.pop(tp), tp)
+        failed = self._queue.take_error()
+        if failed is not None:
+            tp, error = failed
+            raise _naming(error, tp)
 
     def _commit_oldest(self, state: _PartitionState) -> None:
         """Commit the open file that holds the partition's committed offset back.
@@ -700,11 +515,8 @@ class SinkTask:
             self._commit_writer(oldest, "index size")
 
     def _drop_partition(self, tp: TopicPartition) -> None:
-        if tp in self._committing:
-            self._drain()
-            for job in self._committing.pop(tp, ()):
-                job.writer.discard()  # a failed commit: its records are replayed
-        self._commit_errors.pop(tp, None)
+        for job in self._queue.forget(tp):
+            job.writer.discard()  # not committed: its records are replayed
         for writer in self._pool.for_partition(tp):
             writer.discard()
             self._pool.remove(writer)
@@ -712,49 +524,10 @@ class SinkTask:
         if self._staging is not None:
             self._staging.clear_partition(tp)
 
-    # -- timer -----------------------------------------------------------------------------------
-
-    def _tick_seconds(self) -> float:
-        shortest = min((policy.interval for policy in self._policies.values()), default=1.0)
-        return min(max(shortest / 10, 0.05), 1.0)
-
-    def _run_timer(self) -> None:
-        tick = self._tick_seconds()
-        while not self._stopping.wait(tick):
-            with self._lock:
-                if self._stopping.is_set():
-                    return
-                self.flush_due()
-
-    def flush_due(self) -> None:
-        """Commit every file whose flush.interval has passed (the timer calls this every tick).
-
-        Errors are kept and raised by the next ``put`` (the Connect way: the framework sees the
-        failure on its own thread); one failing partition does not stop the others.
-        """
-        with self._lock:
-            now = time.monotonic()
-            for writer in self._pool.all():
-                if writer not in self._pool:  # dropped by an earlier failure in this loop
-                    continue
-                if not writer.finished and writer.due(now) is None:
-                    continue
-                try:
-                    self._commit_writer(writer, "interval" if not writer.finished else "retry")
-                except Exception as exc:  # noqa: BLE001 - handed to the caller's thread by put()
-                    log.error("flush of %s failed: %s", writer.tp, exc)  # noqa: TRY400 - no traceback spam
-                    if self._timer_error is None:
-                        self._timer_error = exc
-
-    def _raise_timer_error(self) -> None:
-        error, self._timer_error = self._timer_error, None
-        if error is not None:
-            raise error
-
     # -- helpers ---------------------------------------------------------------------------------
 
     def _fire_fault(self, step: str) -> None:
-        hook: Callable[[str], None] | None = self.fault_hook
+        hook = self.fault_hook
         if hook is not None:
             hook(step)
 

@@ -1,7 +1,8 @@
 """Open staging files: one :class:`PartitionWriter` per (topic, partition, partition path).
 
-A writer streams records into a staging file through the format's :class:`FormatWriter` and
-tracks what the file's final name needs (first/last offset, min/max timestamp). Memory per
+A writer streams batches of records into a staging file through the format's :class:`FormatWriter`
+and tracks what the file's final name needs (first/last offset, min/max timestamp), which it reads
+off the batches, never off the records. Memory per
 writer is the format's encoder state only; the records themselves are on disk.
 
 :class:`WriterPool` bounds how many writers are open at once (``connect.s3.max.open.writers``):
@@ -15,18 +16,17 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from formats.base import FileFormat, RecordFormatError
+from formats.base import FileFormat
+from kcql.errors import RecordError
 from partitioners.base import FileMeta
-from sink.records.record import SinkRecord, TopicPartition
+from sink.records.batch import RecordBatch
+from sink.records.record import TopicPartition
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
-    from sink.records.blocks import MessageBlock
     from sink.task.flush_policy import FlushPolicy, FlushReason
 
 __all__ = ["PartitionWriter", "WriterKey", "WriterPool"]
@@ -78,50 +78,35 @@ class PartitionWriter:
     def bytes_written(self) -> int:
         return self._format_writer.bytes_written
 
-    def write(self, records: Sequence[SinkRecord]) -> int:
-        """Append a prefix of ``records`` (see :meth:`FormatWriter.write`); returns how many.
+    def append(self, batch: RecordBatch) -> int:
+        """Append a prefix of ``batch`` (see :meth:`FormatWriter.append`); returns how many.
 
-        On :class:`RecordFormatError` the records before the failing one are written and
-        accounted for, so the file stays consistent, and the error propagates.
+        On a :class:`~kcql.errors.RecordError` the records before the failing one are in the file
+        and accounted for, so the file stays consistent, and the error propagates.
         """
+        writer = self._format_writer
+        before = writer.record_count
         try:
-            written = self._format_writer.write(records)
-        except RecordFormatError as exc:
-            self._account(records[: exc.index])
+            taken = writer.append(batch)
+        except RecordError:
+            self._account(batch, writer.record_count - before)
             raise
-        self._account(records[:written])
-        return written
+        self._account(batch, taken)
+        return taken
 
-    def records_before_blocks(self) -> int:
-        """See :meth:`FormatWriter.records_before_blocks`."""
-        return self._format_writer.records_before_blocks()
+    def prefetch(self, batch: RecordBatch) -> bool:
+        """Let the format start computing ahead for ``batch`` (:meth:`FormatWriter.prefetch`)."""
+        return self._format_writer.prefetch(batch)
 
-    def prepare_block(self, block: MessageBlock, submit: Callable[..., Future[Any]]) -> bool:
-        """Let ``block`` start what it can do ahead for this file (see :meth:`MessageBlock.prepare`)."""
-        return block.prepare(self._format_writer, submit)
-
-    def write_block(self, block: MessageBlock) -> bool:
-        """Append a block of messages whole (see :mod:`sink.records.blocks`), or refuse it."""
-        if not block.write_into(self._format_writer):
-            return False
-        if self.first_offset is None:
-            self.first_offset = block.first_offset
-        self.last_offset = block.last_offset
-        low, high = block.timestamps()
-        if low is not None and high is not None:
-            self.min_ts = low if self.min_ts is None else min(self.min_ts, low)
-            self.max_ts = high if self.max_ts is None else max(self.max_ts, high)
-        return True
-
-    def _account(self, records: Sequence[SinkRecord]) -> None:
-        if not records:
+    def _account(self, batch: RecordBatch, count: int) -> None:
+        if count <= 0:
             return
+        part = batch if count >= len(batch) else batch.slice(0, count)
         if self.first_offset is None:
-            self.first_offset = records[0].offset
-        self.last_offset = records[-1].offset
-        stamps = [r.timestamp for r in records if r.timestamp is not None]
-        if stamps:
-            low, high = min(stamps), max(stamps)
+            self.first_offset = part.first_offset
+        self.last_offset = part.last_offset
+        low, high = part.timestamps()
+        if low is not None and high is not None:
             self.min_ts = low if self.min_ts is None else min(self.min_ts, low)
             self.max_ts = high if self.max_ts is None else max(self.max_ts, high)
 

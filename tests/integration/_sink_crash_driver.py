@@ -34,6 +34,7 @@ from typing import Any
 
 from sink.records.record import SinkRecord, TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 
 TOPIC = "orders"
 PARTITION = 0
@@ -111,7 +112,7 @@ def main(spec_path: str) -> int:
     batch = spec["batch"]
     for start in range(resume, spec["records"], batch):
         stop = min(start + batch, spec["records"])
-        task.put(make_records(start, stop))
+        put_records(task, make_records(start, stop))
         if spec["mode"] == "interval":
             time.sleep(spec["sleep_after_batch"])  # the timer commits idle files meanwhile
         safe = task.pre_commit({tp: stop}).get(tp)

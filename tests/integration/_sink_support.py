@@ -16,6 +16,7 @@ from typing import Any
 
 from partitioners import is_data_key
 from sink.storage.base import Storage
+from tests.batches import put_records
 
 
 @dataclass
@@ -133,7 +134,7 @@ def drive(task: Any, spec: dict[str, Any]) -> int:
     offset = resume
     while offset < spec["n"]:
         batch = [make_record(o) for o in range(offset, min(offset + spec["batch"], spec["n"]))]
-        task.put(batch)
+        put_records(task, batch)
         offset += len(batch)
         if spec.get("pause"):
             time.sleep(spec["pause"])

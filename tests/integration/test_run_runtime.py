@@ -19,6 +19,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kcql.errors import SinkError
 from sink.config.files import parse_connector_config
+from sink.records.batch import RecordBatch
 from sink.records.record import SinkRecord, TopicPartition
 from sink.runtime.loop import RuntimeOptions, SinkRuntime, TaskFailedError
 from tests.fixtures.tansu import FAST_CONSUMER
@@ -26,6 +27,8 @@ from tests.fixtures.tansu import FAST_CONSUMER
 
 class RecordingTask:
     """Keeps every record it is given; ``durable`` bounds what pre_commit reports as safe."""
+
+    background_commits = False
 
     def __init__(self, resume: dict[TopicPartition, int] | None = None) -> None:
         self.resume = resume or {}
@@ -42,8 +45,14 @@ class RecordingTask:
         self.opened += partitions
         return {tp: off for tp, off in self.resume.items() if tp in partitions}
 
-    def put(self, records: Sequence[SinkRecord]) -> None:
-        self.records += records
+    def put(self, batch: RecordBatch) -> None:
+        records = batch.records()
+        for index, record in enumerate(records):  # the first bad record raises its RecordError
+            self.records.append(record)
+            assert records[index] is record
+
+    def prefetch(self, batch: RecordBatch) -> bool:
+        return False
 
     def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         if self.durable is None:
@@ -106,7 +115,9 @@ def make_runtime(bootstrap: str, topic: str, task: RecordingTask, **extra: str) 
             },
         }
     )
-    return SinkRuntime(cfg, RuntimeOptions(bootstrap, commit_interval=0.3), task_factory=lambda: task)
+    return SinkRuntime(
+        cfg, RuntimeOptions(bootstrap, commit_interval=0.3), task_factory=lambda _observer: task
+    )
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
@@ -234,7 +245,9 @@ def test_rebalance_closes_revoked_partitions_and_hands_them_over(kafka_bootstrap
     try:
         wait_for(lambda: len(first_task.records) == 20)
         cfg2 = first.cfg  # same connector name → same group
-        second = SinkRuntime(cfg2, RuntimeOptions(kafka_bootstrap, commit_interval=0.3), lambda: second_task)
+        second = SinkRuntime(
+            cfg2, RuntimeOptions(kafka_bootstrap, commit_interval=0.3), lambda _observer: second_task
+        )
         run2 = Running(second)
         try:
             wait_for(lambda: len(second_task.opened) > 0 and first_task.closed, timeout=40)

@@ -16,6 +16,7 @@ import pytest
 
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, make_backend, read_json_records
 
@@ -59,8 +60,8 @@ def test_a_failed_commit_is_finished_before_another_writer_commits(
         # offsets 1, 2, 4 are kind "a": the "a" file is due at offset 4 and its commit fails
         # after the copy; 0 and 3 are kind "b" and stay open.
         with pytest.raises(OSError, match="injected"):
-            task.put(make_records(0, 5))
-        task.put(make_records(6, 7))  # kind "b" (0, 3, 6): the "b" file commits now
+            put_records(task, make_records(0, 5))
+        put_records(task, make_records(6, 7))  # kind "b" (0, 3, 6): the "b" file commits now
         assert failed
     finally:
         task.stop()  # crash: the failed "a" file is never retried by this task
@@ -70,7 +71,7 @@ def test_a_failed_commit_is_finished_before_another_writer_commits(
     try:
         resume = successor.open([TP]).get(TP, 0)
         for start in range(resume, 12, 3):
-            successor.put(make_records(start, min(start + 3, 12)))
+            put_records(successor, make_records(start, min(start + 3, 12)))
         successor.close([TP])
     finally:
         successor.stop()

@@ -19,6 +19,7 @@ from kcql.errors import SinkError
 from sink.commit.index import FencedError
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, make_backend, raw_keys, read_json_records
 
@@ -58,7 +59,7 @@ def _started(config: dict[str, str]) -> SinkTask:
 def _replay_and_close(task: SinkTask, total: int) -> None:
     start = task.open([TP]).get(TP, 0)
     for first in range(start, total, 5):
-        task.put(make_records(first, min(first + 5, total)))
+        put_records(task, make_records(first, min(first + 5, total)))
     task.close([TP])
 
 
@@ -75,15 +76,16 @@ def test_only_the_newest_owner_can_commit(backend: Backend, tmp_path: Path) -> N
     old, new = _started(config), _started(config)
     try:
         old.open([TP])
-        old.put(make_records(0, 10))  # "b" (0, 3, 6, 9) and "a" (1, 2, 4, 5) files committed, 7, 8 open
+        # "b" (0, 3, 6, 9) and "a" (1, 2, 4, 5) files committed, 7, 8 open
+        put_records(old, make_records(0, 10))
         new.open([TP])  # the rebalance hands the partition over: the old task is now a zombie
         with pytest.raises(FencedError) as err:
-            old.put(make_records(10, 14))  # completes the "a" file -> its commit must be refused
+            put_records(old, make_records(10, 14))  # completes the "a" file -> its commit must be refused
         message = str(err.value)
         assert f"is now owned by task {new.task_id} (epoch 2)" in message
         assert f"partition {TP}" in message and old.task_id in message
         with pytest.raises(SinkError, match="not open on this task"):  # the zombie dropped it
-            old.put(make_records(14, 15))
+            put_records(old, make_records(14, 15))
         _replay_and_close(new, 20)
     finally:
         old.stop()
@@ -108,7 +110,7 @@ def test_zombie_fenced_in_the_middle_of_its_commit(backend: Backend, tmp_path: P
         zombie.open([TP])
         zombie.fault_hook = take_over
         with pytest.raises(FencedError, match=f"now owned by task {owner.task_id}"):
-            zombie.put(make_records(0, 12))
+            put_records(zombie, make_records(0, 12))
         assert took_over, f"the zombie never reached {step}"
         _replay_and_close(owner, 20)
     finally:
@@ -126,7 +128,7 @@ def test_a_commit_after_close_and_reopen_elsewhere_is_refused_even_without_new_r
     zombie, owner = _started(config), _started(config)
     try:
         zombie.open([TP])
-        zombie.put(make_records(0, 7))  # nothing reaches flush.count: all open
+        put_records(zombie, make_records(0, 7))  # nothing reaches flush.count: all open
         owner.open([TP])
         zombie.close([TP])  # logs the fencing, discards its files
         assert read_json_records(backend, PREFIX) == []
@@ -146,10 +148,10 @@ def test_weak_mode_without_conditional_writes_still_fences_a_stale_task(
     old, new = _started(config), _started(config)
     try:
         old.open([TP])
-        old.put(make_records(0, 6))
+        put_records(old, make_records(0, 6))
         new.open([TP])
         with pytest.raises(FencedError, match=f"now owned by task {new.task_id}"):
-            old.put(make_records(6, 12))
+            put_records(old, make_records(6, 12))
         _replay_and_close(new, 12)
     finally:
         old.stop()

@@ -15,6 +15,7 @@ import pytest
 
 from sink.records.record import SinkRecord, TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 from tests.integration._sink_support import make_backend
 
 ACCESS = "AKIAKCQLSINKLEAKTEST"
@@ -40,7 +41,7 @@ def test_no_credential_in_debug_logs_reprs_or_errors(
     try:
         task.start(config)
         task.open([tp])
-        task.put([SinkRecord("t", 0, i, 1, None, {"i": i}) for i in range(3)])
+        put_records(task, [SinkRecord("t", 0, i, 1, None, {"i": i}) for i in range(3)])
         texts += [repr(task), repr(task.settings), str(task.settings)]
         broken = SinkTask()
         with pytest.raises(Exception) as err:

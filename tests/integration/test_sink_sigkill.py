@@ -27,6 +27,7 @@ import pytest
 from sink.commit.committer import COMMIT_STEPS
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, make_backend, raw_keys, read_json_records
 
@@ -119,7 +120,7 @@ def _recover(config: dict[str, str], group_file: Path) -> int:
         if resume is None:  # nothing in the index: the group offset (or the beginning) decides
             resume = int(group_file.read_text()) if group_file.exists() else 0
         for start in range(resume, RECORDS, 4):
-            task.put(make_records(start, min(start + 4, RECORDS)))
+            put_records(task, make_records(start, min(start + 4, RECORDS)))
         safe_after_replay[:] = [task.pre_commit({tp: RECORDS}).get(tp, 0)]
         task.close([tp])
     finally:

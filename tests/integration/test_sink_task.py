@@ -15,6 +15,7 @@ import pytest
 from sink.commit.index import FencedError
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 from tests.integration._sink_support import (
     TOPIC,
     Backend,
@@ -57,10 +58,10 @@ def test_only_the_newest_owner_can_commit(backend: Backend, tmp_path: Path) -> N
     new = _task(backend, tmp_path, name, count=3)
     try:
         assert old.open([TP]) == {}
-        old.put([make_record(0), make_record(1)])
+        put_records(old, [make_record(0), make_record(1)])
         assert new.open([TP]) == {}  # takes the partition over: epoch 2
         with pytest.raises(FencedError) as err:
-            old.put([make_record(2)])  # reaches flush.count: the commit is refused
+            put_records(old, [make_record(2)])  # reaches flush.count: the commit is refused
         message = str(err.value)
         assert f"partition {TOPIC}-0 is now owned by task {new.task_id} (epoch 2)" in message
         assert "fenced" in message
@@ -68,8 +69,8 @@ def test_only_the_newest_owner_can_commit(backend: Backend, tmp_path: Path) -> N
         temps = [k for k in raw_keys(backend) if k.startswith(".temp-upload/")]
         assert not temps  # the zombie removed its own temporary upload
         with pytest.raises(Exception, match="not open"):
-            old.put([make_record(3)])  # the fenced partition was dropped
-        new.put([make_record(i) for i in range(6)])
+            put_records(old, [make_record(3)])  # the fenced partition was dropped
+        put_records(new, [make_record(i) for i in range(6)])
         assert new.pre_commit({TP: 6}) == {TP: 6}
     finally:
         old.stop()
@@ -88,11 +89,11 @@ def test_fencing_in_the_weaker_mode_without_conditional_writes(
     new = _task(backend, tmp_path, name, extra, count=2)
     try:
         old.open([TP])
-        old.put([make_record(0)])
+        put_records(old, [make_record(0)])
         new.open([TP])
         with pytest.raises(FencedError):
-            old.put([make_record(1)])
-        new.put([make_record(0), make_record(1)])
+            put_records(old, [make_record(1)])
+        put_records(new, [make_record(0), make_record(1)])
     finally:
         old.stop()
         new.stop()
@@ -104,7 +105,7 @@ def test_idle_partition_is_flushed_by_the_timer(backend: Backend, tmp_path: Path
     task = _task(backend, tmp_path, name, interval=1)
     try:
         task.open([TP])
-        task.put([make_record(i) for i in range(3)])
+        put_records(task, [make_record(i) for i in range(3)])
         assert task.pre_commit({TP: 3}) == {}  # nothing is durable yet
         started = time.monotonic()
         while not data_keys(backend, f"p/{name}"):
@@ -121,7 +122,7 @@ def test_close_commits_open_files_when_exactly_once(backend: Backend, tmp_path: 
     task = _task(backend, tmp_path, name)
     try:
         task.open([TP])
-        task.put([make_record(i) for i in range(5)])
+        put_records(task, [make_record(i) for i in range(5)])
         task.close([TP])
     finally:
         task.stop()
@@ -129,7 +130,7 @@ def test_close_commits_open_files_when_exactly_once(backend: Backend, tmp_path: 
     again = _task(backend, tmp_path, name)
     try:
         assert again.open([TP]) == {TP: 5}
-        again.put([make_record(i) for i in range(3, 7)])  # a replay overlapping what is committed
+        put_records(again, [make_record(i) for i in range(3, 7)])  # a replay overlapping what is committed
         again.close([TP])
     finally:
         again.stop()
@@ -141,7 +142,7 @@ def test_exactly_once_disabled(backend: Backend, tmp_path: Path) -> None:
     task = _task(backend, tmp_path, name, {"connect.s3.exactly.once.enable": "false"}, count=2)
     try:
         assert task.open([TP]) == {}
-        task.put([make_record(i) for i in range(5)])
+        put_records(task, [make_record(i) for i in range(5)])
         assert task.pre_commit({TP: 5}) == {TP: 4}  # record 4 is still in an open file
         task.close([TP])  # discarded: the Kafka offset (4) makes the next owner re-read it
     finally:
@@ -160,7 +161,7 @@ def test_index_object_format(backend: Backend, tmp_path: Path) -> None:
     task = _task(backend, tmp_path, name, count=2)
     try:
         task.open([TP])
-        task.put([make_record(i) for i in range(3)])
+        put_records(task, [make_record(i) for i in range(3)])
     finally:
         task.stop()
     state = json.loads(backend.raw_read(f".indexes/{name}/{TOPIC}/0.json"))

@@ -18,6 +18,7 @@ import pytest
 
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, data_keys, make_backend, raw_keys, read_json_records
 
@@ -56,7 +57,7 @@ def test_idle_partition_is_visible_within_interval_plus_two_seconds(backend: Bac
     task = _task(backend, tmp_path, "PARTITIONBY kind")
     try:
         task.open([TP])
-        task.put(make_records(0, 7))  # two open files ("a" and "b"), far below flush.count
+        put_records(task, make_records(0, 7))  # two open files ("a" and "b"), far below flush.count
         written = time.monotonic()
         time.sleep(INTERVAL * 0.5)
         assert data_keys(backend, PREFIX) == [], "nothing may be committed before flush.interval"
@@ -84,7 +85,7 @@ def test_put_from_another_thread_races_the_timer_without_loss_or_duplicates(
     def producer() -> None:
         try:
             for start in range(0, total, 3):
-                task.put(make_records(start, start + 3))
+                put_records(task, make_records(start, start + 3))
                 time.sleep(0.03)  # ~1.2 s of puts: the timer fires in between
         except BaseException as exc:
             errors.append(exc)
@@ -117,17 +118,17 @@ def test_a_commit_failing_on_the_timer_thread_is_raised_by_the_next_put_and_retr
     try:
         task.open([TP])
         task.fault_hook = fail_once
-        task.put(make_records(0, 5))
+        put_records(task, make_records(0, 5))
         deadline = time.monotonic() + INTERVAL + 2
         while not failures and time.monotonic() < deadline:
             time.sleep(0.05)
         assert failures and failures[0] != threading.current_thread().name, "the timer thread commits"
         assert task.pre_commit({TP: 5}).get(TP, 0) == 0, "offsets must not pass the uncommitted file"
         with pytest.raises(OSError, match="injected"):
-            task.put(make_records(5, 6))
+            put_records(task, make_records(5, 6))
         while sum(_ids(backend).values()) < 5 and time.monotonic() < deadline + INTERVAL + 2:
             time.sleep(0.05)  # the timer retries the finished file
-        task.put(make_records(5, 8))
+        put_records(task, make_records(5, 8))
         task.close([TP])
     finally:
         task.stop()

@@ -17,6 +17,7 @@ import pytest
 from partitioners import is_data_key
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
 from tests.integration._sink_support import Backend, make_backend
 
@@ -75,7 +76,7 @@ def test_a_concurrent_reader_sees_only_complete_data_files(backend: Backend, tmp
     try:
         task.open([TP])
         for start in range(0, TOTAL, 4):
-            task.put(make_records(start, start + 4))
+            put_records(task, make_records(start, start + 4))
         task.close([TP])
     finally:
         stop.set()

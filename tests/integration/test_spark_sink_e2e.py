@@ -20,6 +20,7 @@ from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
 from spark_reader import register
 from spark_reader.catalog import list_files, view_specs
+from tests.batches import put_records
 from tests.unit.spark_reader import lenses_data as ld
 
 pytestmark = pytest.mark.spark
@@ -60,7 +61,7 @@ def _run_sink(config: dict[str, str], recs_by_topic: dict[str, list[ld.Rec]]) ->
     task.open([TopicPartition(t, p) for t in recs_by_topic for p in (0, 1)])
     plans = {p.source: p for p in task._plans}
     for topic, recs in recs_by_topic.items():
-        task.put([ld.sink_record(plans[topic], r) for r in recs])
+        put_records(task, [ld.sink_record(plans[topic], r) for r in recs])
     return task
 
 
@@ -180,11 +181,11 @@ def test_queries_racing_the_live_sink_see_whole_files_once(spark, backend, tmp_p
     task.start(config)
     task.open([TopicPartition("live", 0)])
     plan = task._plans[0]
-    task.put([ld.sink_record(plan, r) for r in recs[:8]])
+    put_records(task, [ld.sink_record(plan, r) for r in recs[:8]])
 
     def produce() -> None:
         for i in range(8, len(recs), 8):
-            task.put([ld.sink_record(plan, r) for r in recs[i : i + 8]])
+            put_records(task, [ld.sink_record(plan, r) for r in recs[i : i + 8]])
             time.sleep(0.2)
 
     register(spark, config)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
+from sink.records.batch import RecordBatch
 from sink.records.record import SinkRecord
 
 ADDRESS_SCHEMA: dict[str, Any] = {
@@ -99,6 +101,11 @@ def orders(n: int, start: int = 0) -> list[SinkRecord]:
     ]
 
 
+def append(writer: Any, records: Sequence[SinkRecord]) -> int:
+    """``writer.append`` of records given as a list (one topic partition, in offset order)."""
+    return int(writer.append(RecordBatch.of(records))) if records else 0
+
+
 def write_rolling(tmp_path: Any, settings: Any, records: list[SinkRecord], batch: int = 1000) -> list[Any]:
     """Write like the sink core: a short ``write`` closes the file and opens the next one.
 
@@ -116,7 +123,7 @@ def write_rolling(tmp_path: Any, settings: Any, records: list[SinkRecord], batch
             writer = fmt.open(path)
             paths.append(path)
         chunk = pending[:batch]
-        n = writer.write(chunk)
+        n = append(writer, chunk)
         pending = pending[n:]
         if n < len(chunk):
             assert writer.record_count > 0, "a writer with no records must accept the first record"

@@ -16,6 +16,7 @@ from tests.unit.formats.records import (
     CREATED_MS,
     DAY,
     ORDER_SCHEMA,
+    append,
     order,
     orders,
     record,
@@ -35,7 +36,7 @@ def test_every_codec_round_trips(tmp_path: Path, codec: str) -> None:
     assert fmt.extension == "avro"
     path = tmp_path / "x.avro"
     writer = fmt.open(path)
-    assert writer.write(orders(300)) == 300
+    assert append(writer, orders(300)) == 300
     writer.close()
     reader, rows = _read(path)
     expected = {"UNCOMPRESSED": "null", "ZSTD": "zstandard"}.get(codec, codec.lower())
@@ -64,7 +65,7 @@ def test_large_file_is_written_in_several_blocks(tmp_path: Path) -> None:
     writer = fmt.open(path)
     seen = []
     for start in range(0, 6000, 500):
-        assert writer.write(orders(500, start)) == 500
+        assert append(writer, orders(500, start)) == 500
         seen.append(writer.bytes_written)
     writer.close()
     assert seen == sorted(seen) and seen[-1] > seen[0]
@@ -144,7 +145,7 @@ def test_conflicting_schemaless_types_roll_instead_of_failing(tmp_path: Path) ->
 def test_tombstone_without_envelope_is_a_clear_error(tmp_path: Path) -> None:
     writer = get_format(FormatSettings(format=StoreFormat.AVRO)).open(tmp_path / "t.avro")
     with pytest.raises(RecordFormatError, match=r"store.envelope=true.*offset 1") as info:
-        writer.write([orders(1)[0], record(1, None, schema=ORDER_SCHEMA)])
+        append(writer, [orders(1)[0], record(1, None, schema=ORDER_SCHEMA)])
     assert info.value.index == 1
     writer.close()
     assert len(_read(tmp_path / "t.avro")[1]) == 1
@@ -155,11 +156,11 @@ def test_value_not_matching_its_schema_fails_without_corrupting_the_file(tmp_pat
     good = orders(3)
     # fails at the last field, after the earlier fields were encoded into the open block
     bad = record(3, order(3, attrs={"k": "not a long"}), schema=ORDER_SCHEMA)
-    assert writer.write(good[:1]) == 1
+    assert append(writer, good[:1]) == 1
     with pytest.raises(RecordFormatError, match="offset 3") as info:
-        writer.write([good[1], bad, good[2]])
+        append(writer, [good[1], bad, good[2]])
     assert info.value.index == 1
-    assert writer.write(good[2:]) == 1  # the error policy skipped the bad record
+    assert append(writer, good[2:]) == 1  # the error policy skipped the bad record
     writer.close()
     assert [r["id"] for r in _read(tmp_path / "bad.avro")[1]] == [0, 1, 2]
 
@@ -205,9 +206,9 @@ def test_unusable_schema_rejects_the_call_and_keeps_the_writer(tmp_path: Path) -
     broken = {"type": "record", "name": "B", "fields": [{"name": "x", "type": "no-such-type"}]}
     writer = get_format(FormatSettings(format=StoreFormat.AVRO)).open(tmp_path / "s.avro")
     with pytest.raises(RecordFormatError, match=r"schema cannot be used.*offset 0") as info:
-        writer.write([record(0, {"x": 1}, schema=broken)])
+        append(writer, [record(0, {"x": 1}, schema=broken)])
     assert info.value.index == 0 and writer.record_count == 0
-    assert writer.write(orders(2)) == 2
+    assert append(writer, orders(2)) == 2
     writer.close()
     assert len(_read(tmp_path / "s.avro")[1]) == 2
 
@@ -217,9 +218,9 @@ def test_rejected_first_record_leaves_no_schema_behind(tmp_path: Path) -> None:
     writer = get_format(settings).open(tmp_path / "f.avro")
     with pytest.raises(RecordFormatError, match="cannot infer"):
         # the value schema is fine, the schemaless key is not
-        writer.write([record(0, {"id": 1}, schema=ORDER_SCHEMA, key={"k": object()})])
+        append(writer, [record(0, {"id": 1}, schema=ORDER_SCHEMA, key={"k": object()})])
     other = {"type": "record", "name": "Other", "fields": [{"name": "x", "type": "long"}]}
-    assert writer.write([record(1, {"x": 5}, schema=other, key="k", key_schema="string")]) == 1
+    assert append(writer, [record(1, {"x": 5}, schema=other, key="k", key_schema="string")]) == 1
     writer.close()
     _, rows = _read(tmp_path / "f.avro")
     assert rows[0]["value"] == {"x": 5}

@@ -22,8 +22,10 @@ from hypothesis import strategies as st
 from formats import FormatSettings, RecordFormatError, get_format
 from kcql.model import StoreFormat
 from sink.records.record import SinkRecord
+from tests.unit.formats.records import append
 
 FORMATS = [StoreFormat.PARQUET, StoreFormat.AVRO]
+
 
 
 def record(offset: int, text: bytes) -> SinkRecord:
@@ -64,7 +66,7 @@ def write_split(
         chunk = records[position : position + size]
         while chunk:
             try:
-                written = writer.write(chunk)
+                written = append(writer, chunk)
             except RecordFormatError as exc:
                 assert exc.record is chunk[exc.index], "the error names a record of another call"
                 rejected.append(exc.record.offset)

@@ -12,7 +12,7 @@ import pytest
 from formats import FormatSettings, RecordFormatError, get_format
 from formats.base import FormatError
 from kcql.model import StoreFormat
-from tests.unit.formats.records import orders, record, write_rolling
+from tests.unit.formats.records import append, orders, record, write_rolling
 
 
 def _csv_rows(path: Path) -> list[list[str]]:
@@ -64,7 +64,7 @@ def test_csv_schemaless_subset_stays_in_file_under_backward(tmp_path: Path) -> N
 def test_csv_needs_a_struct(tmp_path: Path, value: object) -> None:
     writer = get_format(FormatSettings(format=StoreFormat.CSV)).open(tmp_path / "x.csv")
     with pytest.raises(RecordFormatError, match=r"needs a struct value.*offset 4"):
-        writer.write([record(4, value)])
+        append(writer, [record(4, value)])
     writer.abort()
 
 
@@ -73,14 +73,14 @@ def test_text(tmp_path: Path) -> None:
     assert fmt.extension == "text"
     path = tmp_path / "x.text"
     writer = fmt.open(path)
-    assert writer.write([record(0, "héllo, wörld"), record(1, ""), record(2, "tab\there")]) == 3
+    assert append(writer, [record(0, "héllo, wörld"), record(1, ""), record(2, "tab\there")]) == 3
     with pytest.raises(RecordFormatError, match="only for output of kafka string values") as info:
-        writer.write([record(3, "ok"), record(4, {"a": 1})])
+        append(writer, [record(3, "ok"), record(4, {"a": 1})])
     assert info.value.index == 1
     with pytest.raises(RecordFormatError, match="line break"):
-        writer.write([record(5, "two\nlines")])
+        append(writer, [record(5, "two\nlines")])
     with pytest.raises(RecordFormatError, match="tombstone"):
-        writer.write([record(6, None)])
+        append(writer, [record(6, None)])
     assert writer.record_count == 4
     writer.close()
     assert path.read_text(encoding="utf-8") == "héllo, wörld\n\ntab\there\nok\n"
@@ -97,7 +97,7 @@ def test_bytes_one_record_per_file(tmp_path: Path) -> None:
 def test_bytes_rejects_structured_values(tmp_path: Path) -> None:
     writer = get_format(FormatSettings(format=StoreFormat.BYTES)).open(tmp_path / "x.bytes")
     with pytest.raises(RecordFormatError, match="byte-array value"):
-        writer.write([record(0, {"a": 1})])
+        append(writer, [record(0, {"a": 1})])
     writer.abort()
 
 

@@ -16,14 +16,14 @@ from formats import FormatSettings, RecordFormatError, extension_for, get_format
 from formats.base import FormatError
 from formats.json_values import dumps
 from kcql.model import EnvelopeFields, StoreFormat
-from tests.unit.formats.records import CREATED_MS, DAY_DAYS, order, orders, record
+from tests.unit.formats.records import CREATED_MS, DAY_DAYS, append, order, orders, record
 
 
 def _write(tmp_path: Path, records, **settings) -> tuple[Path, int]:
     fmt = get_format(FormatSettings(format=StoreFormat.JSON, **settings))
     path = tmp_path / f"out.{fmt.extension}"
     writer = fmt.open(path)
-    n = writer.write(records)
+    n = append(writer, records)
     assert writer.record_count == n
     size = writer.bytes_written
     writer.close()
@@ -67,7 +67,7 @@ def test_gzip_level_and_streaming_bytes(tmp_path: Path) -> None:
     path = tmp_path / "x.gz"
     writer = fmt.open(path)
     for i in range(0, 2000, 100):
-        assert writer.write([record(j, {"i": j, "pad": "x" * 50}) for j in range(i, i + 100)]) == 100
+        assert append(writer, [record(j, {"i": j, "pad": "x" * 50}) for j in range(i, i + 100)]) == 100
     writer.close()
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         assert [json.loads(line)["i"] for line in fh] == list(range(2000))
@@ -90,7 +90,7 @@ def test_bytes_value_without_envelope_is_rejected_after_the_prefix(tmp_path: Pat
     path = tmp_path / "x.json"
     writer = fmt.open(path)
     with pytest.raises(RecordFormatError, match="Cannot currently write byte array as json") as info:
-        writer.write([record(7, {"a": 1}), record(8, b"\x00\x01")])
+        append(writer, [record(7, {"a": 1}), record(8, b"\x00\x01")])
     assert info.value.index == 1
     assert "offset 8" in str(info.value)
     assert writer.record_count == 1
@@ -141,7 +141,7 @@ def test_unsupported_value_names_the_record(tmp_path: Path) -> None:
     fmt = get_format(FormatSettings(format=StoreFormat.JSON))
     writer = fmt.open(tmp_path / "x.json")
     with pytest.raises(RecordFormatError, match="offset 4"):
-        writer.write([record(4, {"x": object()})])
+        append(writer, [record(4, {"x": object()})])
     writer.abort()
 
 

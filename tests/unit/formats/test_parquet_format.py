@@ -12,7 +12,16 @@ import pytest
 import formats.parquet_format as parquet_format
 from formats import FormatSettings, RecordFormatError, get_format, supported_codecs
 from kcql.model import EnvelopeFields, StoreFormat
-from tests.unit.formats.records import CREATED, CREATED_MS, DAY, ORDER_SCHEMA, orders, record, write_rolling
+from tests.unit.formats.records import (
+    CREATED,
+    CREATED_MS,
+    DAY,
+    ORDER_SCHEMA,
+    append,
+    orders,
+    record,
+    write_rolling,
+)
 
 
 @pytest.mark.parametrize("codec", supported_codecs(StoreFormat.PARQUET))
@@ -21,7 +30,7 @@ def test_every_codec_round_trips(tmp_path: Path, codec: str) -> None:
     assert fmt.extension == "parquet"
     path = tmp_path / "x.parquet"
     writer = fmt.open(path)
-    assert writer.write(orders(50)) == 50
+    assert append(writer, orders(50)) == 50
     assert writer.bytes_written > 0
     writer.close()
     meta = pq.ParquetFile(path).metadata
@@ -53,7 +62,7 @@ def test_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET, codec="SNAPPY")).open(path)
     sizes = []
     for start in range(0, 5000, 250):
-        assert writer.write(orders(250, start)) == 250
+        assert append(writer, orders(250, start)) == 250
         sizes.append(writer.bytes_written)
     writer.close()
     assert sizes == sorted(sizes)
@@ -71,7 +80,7 @@ def test_bytes_written_follows_the_encoded_file_and_outlives_close(
     monkeypatch.setattr(parquet_format, "_ROW_GROUP_ROWS", 1000)
     path = tmp_path / "x.parquet"
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(path)
-    assert writer.write(orders(1000)) == 1000  # one row group encoded
+    assert append(writer, orders(1000)) == 1000  # one row group encoded
     encoded = path.stat().st_size
     assert encoded > 0 and writer.bytes_written >= encoded
     writer.close()
@@ -80,7 +89,7 @@ def test_bytes_written_follows_the_encoded_file_and_outlives_close(
 
     aborted = tmp_path / "aborted.parquet"
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(aborted)
-    writer.write(orders(1000))
+    append(writer, orders(1000))
     writer.abort()
     assert writer._out is not None and writer._out.closed  # type: ignore[attr-defined]
 
@@ -139,10 +148,10 @@ def test_multi_type_union_is_rejected_with_a_message(tmp_path: Path) -> None:
     schema = {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["null", "string", "long"]}]}
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(tmp_path / "u.parquet")
     with pytest.raises(RecordFormatError, match="several non-null types") as info:
-        writer.write([record(0, {"u": "x"}, schema=schema), record(1, {"u": 2}, schema=schema)])
+        append(writer, [record(0, {"u": "x"}, schema=schema), record(1, {"u": 2}, schema=schema)])
     assert info.value.index == 0
     assert writer.record_count == 0
-    assert writer.write(orders(2)) == 2  # the writer is still usable for other records
+    assert append(writer, orders(2)) == 2  # the writer is still usable for other records
     writer.close()
     assert pq.read_table(tmp_path / "u.parquet").num_rows == 2
 
@@ -152,7 +161,7 @@ def test_bad_value_names_the_record_and_keeps_the_prefix(tmp_path: Path) -> None
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(path)
     good = orders(3)
     with pytest.raises(RecordFormatError, match="offset 7") as info:
-        writer.write([good[0], good[1], record(7, {**good[2].value, "id": "x"}, schema=ORDER_SCHEMA)])
+        append(writer, [good[0], good[1], record(7, {**good[2].value, "id": "x"}, schema=ORDER_SCHEMA)])
     assert info.value.index == 2
     assert writer.record_count == 2
     writer.close()
@@ -162,7 +171,7 @@ def test_bad_value_names_the_record_and_keeps_the_prefix(tmp_path: Path) -> None
 def test_tombstone_without_envelope_is_a_clear_error(tmp_path: Path) -> None:
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(tmp_path / "t.parquet")
     with pytest.raises(RecordFormatError, match="tombstone"):
-        writer.write([record(0, None, schema=ORDER_SCHEMA)])
+        append(writer, [record(0, None, schema=ORDER_SCHEMA)])
     writer.close()
     assert pq.read_table(tmp_path / "t.parquet").num_rows == 0
 
@@ -170,7 +179,7 @@ def test_tombstone_without_envelope_is_a_clear_error(tmp_path: Path) -> None:
 def test_abort_after_a_row_group_releases_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parquet_format, "_ROW_GROUP_ROWS", 10)
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET)).open(tmp_path / "a.parquet")
-    assert writer.write(orders(25)) == 25
+    assert append(writer, orders(25)) == 25
     writer.abort()
     writer.abort()  # idempotent
     writer.close()  # a no-op after abort
@@ -223,18 +232,18 @@ def test_small_calls_keep_order_and_report_bad_records_in_their_call(
     path = tmp_path / "small.parquet"
     writer = get_format(FormatSettings(format=StoreFormat.PARQUET, envelope=envelope)).open(path)
     good = orders(300)
-    assert writer.write(good[:1]) == 1  # fixes the schema
+    assert append(writer, good[:1]) == 1  # fixes the schema
     for rec in good[1:100]:  # one record per call, like PARTITIONBY fan-out
-        assert writer.write([rec]) == 1
-    assert writer.write(good[100:200]) == 100  # a large call in between keeps the order
+        assert append(writer, [rec]) == 1
+    assert append(writer, good[100:200]) == 100  # a large call in between keeps the order
     bad = record(
         999, {**good[200].value, "price": "not a decimal"}, schema=ORDER_SCHEMA, key="k", key_schema="string"
     )
     with pytest.raises(RecordFormatError, match="offset 999") as info:
-        writer.write([good[200], bad])
+        append(writer, [good[200], bad])
     assert info.value.index == 1
     for rec in good[201:]:
-        assert writer.write([rec]) == 1
+        assert append(writer, [rec]) == 1
     assert writer.record_count == 300
     writer.close()
     table = pq.read_table(path)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from confluent_kafka import Message
 
 from kcql.model import FileNaming, Padding
 from partitioners import Partitioner, PartitionError
 from partitioners.partitioner import MAX_PATH_BYTES, MAX_SEGMENT_BYTES
+from sink.records.batch import RecordBatch, Source
+from sink.records.record import SinkRecord
 
 from .helpers import plan, record
 
@@ -48,11 +51,26 @@ def test_lenses_error_texts_carry_the_record_position(spec, rec, reason):
     assert info.value.record is rec
 
 
-def test_paths_for_raises_with_the_failing_record():
+def test_split_yields_the_slices_before_the_record_it_cannot_place_then_raises():
     p = Partitioner(plan("_key"))
-    records = [record(1, key="a", offset=0), record(1, key=None, offset=1)]
-    with pytest.raises(PartitionError, match="offset 1"):
-        p.paths_for(records)
+    records = [record(1, key="a", offset=0), record(1, key="a", offset=1), record(1, key="b", offset=2),
+               record(1, key=None, offset=3), record(1, key="a", offset=4)]
+    slices = []
+    with pytest.raises(PartitionError, match="offset 3") as info:
+        for path_, part in p.split(RecordBatch.of(records)):
+            slices.append((path_, [r.offset for r in part.records()]))
+    assert slices == [("key=a", [0, 1]), ("key=b", [2])]
+    assert (info.value.offset, info.value.index, info.value.stage) == (3, 3, "TASK_PUT")
+
+
+def test_split_of_the_default_layout_is_the_batch_itself_and_converts_nothing():
+    def unconvertible(message: Message) -> SinkRecord:
+        raise AssertionError("the default layout read a record")
+
+    messages = [Message(topic="myTopic", partition=1, offset=i, value=b"{}") for i in range(2)]
+    batch = RecordBatch("myTopic", 1, Source(messages, [None, None], unconvertible))
+    assert list(Partitioner(plan()).split(batch)) == [("myTopic/1", batch)]
+    assert list(Partitioner(plan(nopartition=True)).split(batch)) == [("", batch)]
 
 
 @pytest.mark.parametrize(
@@ -153,12 +171,12 @@ def test_default_layout_fast_path_is_cached_per_topic_partition():
     records = [
         record(i, topic=t, partition=n, offset=i) for i, (t, n) in enumerate([("a", 0), ("b", 1), ("a", 0)])
     ]
-    assert p.paths_for(records) == ["a/0", "b/1", "a/0"]
-    assert p.paths_for(records)[0] is p.paths_for(records)[2]  # same cached string
+    assert [p.path_for(r) for r in records] == ["a/0", "b/1", "a/0"]
+    assert p.path_for(records[0]) is p.path_for(records[2])  # same cached string
 
 
 def test_nopartition_and_confluent_paths():
-    assert Partitioner(plan(nopartition=True)).paths_for([record(1), record(2)]) == ["", ""]
+    assert [Partitioner(plan(nopartition=True)).path_for(r) for r in [record(1), record(2)]] == ["", ""]
     assert path(plan(naming=FileNaming.CONFLUENT), record(1, partition=4)) == "myTopic/partition=4"
     assert path(plan("a", naming=FileNaming.CONFLUENT), record({"a": 1})) == "myTopic/a=1"
     assert path(plan(nopartition=True, naming=FileNaming.CONFLUENT), record(1)) == ""
@@ -172,7 +190,7 @@ def test_topic_partition_only_partitionby_uses_the_cache():
         record(2, topic="b", partition=7),
         record(3, topic="a", partition=0),
     ]
-    assert p.paths_for(records) == ["a/0", "b/7", "a/0"]
+    assert [p.path_for(r) for r in records] == ["a/0", "b/7", "a/0"]
     assert not Partitioner(plan("_topic", "_key")).is_default
 
 

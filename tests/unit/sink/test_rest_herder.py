@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sink.records.record import TopicPartition
 from sink.rest.errors import RestError
 from sink.rest.herder import Herder
-from sink.rest.metering import MeteredCommitter, MeteredTask, TaskMetrics
+from sink.rest.metering import TaskMetrics
 from sink.rest.metrics import make_registry, render_metrics
 from sink.rest.store import StateStore
 from sink.rest.ui import render_ui
@@ -25,8 +25,16 @@ BOOTSTRAP = "127.0.0.1:9"  # discard port: nothing answers, nothing is sent
 
 
 class IdleTask:
+    background_commits = False
+
+    def __init__(self, observer=None):
+        self.observer = observer
+
     def start(self, config):
         pass
+
+    def prefetch(self, batch):
+        return False
 
     def open(self, partitions):
         return {}
@@ -147,32 +155,23 @@ def test_a_connector_without_bootstrap_fails_with_a_clear_reason(tmp_path):
     herder.shutdown()
 
 
-def test_metering_counts_files_bytes_latency_and_committed_records(tmp_path):
+def test_metering_is_an_observer_of_files_offsets_and_record_errors():
     metrics = TaskMetrics()
-
-    class Committer:
-        def commit_direct(self, bucket, staging, final_key):
-            time.sleep(0.01)
-
-    class Task(IdleTask):
-        _committer = Committer()
-
-        def pre_commit(self, offsets):
-            return offsets
-
-    task = MeteredTask(Task(), metrics)
-    task.start({})
-    assert isinstance(task.inner._committer, MeteredCommitter)
-    staging = tmp_path / "f"
-    staging.write_bytes(b"x" * 123)
-    task.inner._committer.commit_direct("bkt", staging, "p/t/0/000.json")
     tp = TopicPartition("t", 0)
-    task.pre_commit({tp: 10})
-    task.pre_commit({tp: 25})
+    metrics.records_consumed(tp, 30, 3000)
+    metrics.file_committed(tp, "p/t/0/000.json", 10, 123, 0.01)
+    metrics.offsets_committed({tp: 10})
+    metrics.offsets_committed({tp: 25})
+    metrics.record_failed(tp, 26, "VALUE_CONVERTER", "cannot convert (offset 26)", "dead_lettered")
+    metrics.record_failed(tp, 27, "TASK_PUT", "not text (offset 27)", "skipped")
+    assert metrics.records_in == {tp: 30} and metrics.bytes_in == {tp: 3000}
     assert metrics.files_committed == 1 and metrics.bytes_out == 123
     assert list(metrics.recent_files) == ["p/t/0/000.json"]
-    assert metrics.commit_count == 1 and metrics.commit_sum >= 0.01
+    assert metrics.commit_count == 1 and metrics.commit_sum == 0.01
+    assert metrics.commit_buckets[1] == 1  # 0.01 s falls in the <= 0.01 bucket
     assert metrics.records_committed == {tp: 15} and metrics.committed_offset == {tp: 25}
+    assert (metrics.errors_tolerated, metrics.dead_lettered) == (2, 1)
+    assert metrics.last_error is not None and metrics.last_error[1] == "not text (offset 27)"
 
 
 def test_metrics_text_and_ui_page(make_herder):

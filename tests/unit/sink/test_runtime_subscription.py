@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from confluent_kafka import Message
 
@@ -66,7 +68,7 @@ def test_runtime_reports_kcql_converter_error_and_topic_problems_together():
         }
     )
     with pytest.raises(ConfigError) as err:
-        SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda: None)
+        SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda _observer: SimpleNamespace())
     keys = [p.key for p in err.value.problems]
     assert keys.count("topics") == 1
     assert {"key.converter", "errors.tolerance", "connect.s3.error.policy"} <= set(keys)
@@ -77,7 +79,7 @@ def test_a_kcql_syntax_error_is_a_config_problem_with_its_position():
         {"name": "n", "config": {"connect.s3.kcql": "INSERT INTO b:p SELEKT * FROM a"}}
     )
     with pytest.raises(ConfigError) as err:
-        SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda: None)
+        SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda _observer: SimpleNamespace())
     (problem,) = [p for p in err.value.problems if p.key == "connect.s3.kcql"]
     assert "line 1" in problem.why
 
@@ -89,7 +91,7 @@ def _message(topic: str, partition: int, offset: int) -> Message:
 def test_a_batch_splits_into_runs_of_one_topic_partition():
     # same partition number, two topics in a row: two runs, unless one topic is subscribed
     batch = [_message("a", 0, 1), _message("a", 0, 2), _message("b", 0, 7), _message("a", 1, 5)]
-    runs = [(t, p, [m.offset() for m in run]) for t, p, run in _runs(batch)]
+    runs = [(t, p, [m.offset() for m in run]) for t, p, run in _runs(batch, one_topic=False)]
     assert runs == [("a", 0, [1, 2]), ("b", 0, [7]), ("a", 1, [5])]
     single = [_message("a", 0, 1), _message("a", 0, 2), _message("a", 1, 5)]
     assert [(t, p, len(run)) for t, p, run in _runs(single, one_topic=True)] == [("a", 0, 2), ("a", 1, 1)]
@@ -113,5 +115,5 @@ def test_runs_skip_the_topic_check_only_for_one_named_topic(
     statements: str, props: dict[str, str], one_topic: bool
 ):
     cfg = parse_connector_config({"name": "n", "config": {"connect.s3.kcql": statements, **props}})
-    runtime = SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda: None)
+    runtime = SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda _observer: SimpleNamespace())
     assert runtime._one_topic is one_topic

@@ -20,6 +20,7 @@ from kcql.model import FlushSettings, PartitionField, SinkPlan, StoreFormat
 from partitioners import PartitionError, is_data_key
 from sink.records.record import SinkRecord, TopicPartition
 from sink.task.task import SinkTask
+from tests.batches import put_records
 
 TP = TopicPartition("t", 0)
 
@@ -68,7 +69,7 @@ def test_count_flush_and_pre_commit(tmp_path: Path) -> None:
     task = _start(tmp_path, _plan(flush=FlushSettings(count=3, size=10**9, interval=3600)))
     try:
         task.open([TP])
-        task.put([rec(i) for i in range(7)])
+        put_records(task, [rec(i) for i in range(7)])
         assert sorted(_data(tmp_path)) == [
             "pre/t/0/000000000002_1000_1002.json", "pre/t/0/000000000005_1003_1005.json",
         ]
@@ -84,7 +85,7 @@ def test_size_flush(tmp_path: Path) -> None:
     try:
         task.open([TP])
         for i in range(5):  # ~45 bytes each: a file is due after its second record
-            task.put([rec(i, {"id": i, "pad": "y" * 30})])
+            put_records(task, [rec(i, {"id": i, "pad": "y" * 30})])
     finally:
         task.stop()
     assert sorted(_data(tmp_path)) == [
@@ -97,7 +98,7 @@ def test_connector_codec_applies(tmp_path: Path) -> None:
     task = _start(tmp_path, plan, **{"connect.s3.compression.codec": "GZIP"})
     try:
         task.open([TP])
-        task.put([rec(i) for i in range(4)])
+        put_records(task, [rec(i) for i in range(4)])
     finally:
         task.stop()
     assert len(_data(tmp_path)) == 2
@@ -109,8 +110,8 @@ def test_replayed_records_are_skipped(tmp_path: Path) -> None:
     task = _start(tmp_path, _plan(flush=FlushSettings(count=2, size=10**9, interval=3600)))
     try:
         task.open([TP])
-        task.put([rec(i) for i in range(3)])
-        task.put([rec(i) for i in range(5)])  # a redelivery overlapping the first batch
+        put_records(task, [rec(i) for i in range(3)])
+        put_records(task, [rec(i) for i in range(5)])  # a redelivery overlapping the first batch
         task.close([TP])
     finally:
         task.stop()
@@ -126,7 +127,7 @@ def test_partitionby_safe_offset_is_min_of_open_writers(tmp_path: Path) -> None:
     try:
         task.open([TP])
         # g=a gets 0, 2 (flushed), g=b gets 1 (open): only offset 0 is safe
-        task.put([rec(0, {"id": 0, "g": "a"}), rec(1, {"id": 1, "g": "b"}), rec(2, {"id": 2, "g": "a"})])
+        put_records(task, [rec(i, {"id": i, "g": g}) for i, g in enumerate("aba")])
         assert sorted(_data(tmp_path)) == ["pre/g=a/t(0_000000000002).json"]
         assert task.pre_commit({TP: 3}) == {TP: 1}
     finally:
@@ -137,7 +138,7 @@ def test_partitionby_safe_offset_is_min_of_open_writers(tmp_path: Path) -> None:
     again = _start(tmp_path, plan)
     try:
         assert again.open([TP]) == {TP: 1}
-        again.put([rec(1, {"id": 1, "g": "b"}), rec(2, {"id": 2, "g": "a"}), rec(3, {"id": 3, "g": "b"})])
+        put_records(again, [rec(i, {"id": i, "g": g}) for i, g in zip((1, 2, 3), "bab", strict=True)])
         again.close([TP])
     finally:
         again.stop()
@@ -151,7 +152,7 @@ def test_schema_change_rolls_the_file(tmp_path: Path) -> None:
     task = _start(tmp_path, _plan(format=StoreFormat.AVRO))
     try:
         task.open([TP])
-        task.put([rec(0, value_schema=schema_a), rec(1, value_schema=schema_a),
+        put_records(task, [rec(0, value_schema=schema_a), rec(1, value_schema=schema_a),
                   rec(2, {"id": 2, "x": "new"}, value_schema=schema_b)])
         task.close([TP])
     finally:
@@ -168,11 +169,11 @@ def test_record_format_error_writes_the_prefix_and_propagates(tmp_path: Path) ->
         task.open([TP])
         batch = [rec(0, "a"), rec(1, "b"), rec(2, {"not": "text"}), rec(3, "c")]
         with pytest.raises(RecordFormatError) as err:
-            task.put(batch)
+            put_records(task, batch)
         assert err.value.record is batch[2]
         assert "offset 2" in str(err.value)
         assert task.pre_commit({TP: 4}) == {}  # a, b are in an open file
-        task.put(batch[3:])  # the runtime's error policy skipped the bad record
+        put_records(task, batch[3:])  # the runtime's error policy skipped the bad record
         task.close([TP])
     finally:
         task.stop()
@@ -186,9 +187,9 @@ def test_partition_error_carries_the_record(tmp_path: Path) -> None:
         task.open([TP])
         batch = [rec(0, key="k1"), rec(1, key=None), rec(2, key="k2")]
         with pytest.raises(PartitionError) as err:
-            task.put(batch)
+            put_records(task, batch)
         assert err.value.record is batch[1]  # type: ignore[attr-defined]
-        task.put(batch[2:])
+        put_records(task, batch[2:])
         task.close([TP])
     finally:
         task.stop()
@@ -204,7 +205,7 @@ def test_bounded_open_writers(tmp_path: Path) -> None:
     try:
         task.open([TP])
         for start in range(0, 300, 50):
-            task.put([rec(i, {"id": i, "g": f"v{i}"}) for i in range(start, start + 50)])
+            put_records(task, [rec(i, {"id": i, "g": f"v{i}"}) for i in range(start, start + 50)])
             assert len(task._pool) <= 10
             assert len(os.listdir("/proc/self/fd")) <= fds_before + 15
         task.close([TP])
@@ -223,12 +224,12 @@ def test_timer_error_is_raised_by_the_next_put(tmp_path: Path) -> None:
     try:
         task.open([TP])
         task.fault_hook = hook
-        task.put([rec(0)])
+        put_records(task, [rec(0)])
         deadline = time.monotonic() + 5
-        while task._timer_error is None and time.monotonic() < deadline:
+        while task._timer is not None and task._timer._error is None and time.monotonic() < deadline:
             time.sleep(0.05)
         with pytest.raises(OSError, match="disk on fire"):
-            task.put([rec(1)])
+            put_records(task, [rec(1)])
     finally:
         task.stop()
 
@@ -255,7 +256,7 @@ def test_misuse_is_a_clear_error(tmp_path: Path) -> None:
     task = _start(tmp_path, _plan())
     try:
         with pytest.raises(SinkError, match="not open on this task"):
-            task.put([rec(0)])
+            put_records(task, [rec(0)])
         with pytest.raises(SinkError, match="Can't find the KCQL for source topic"):
             task.open([TopicPartition("other", 0)])
     finally:

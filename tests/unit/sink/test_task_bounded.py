@@ -26,6 +26,7 @@ import sink.task.task as task_module
 from partitioners import is_data_key
 from sink.records.record import SinkRecord, TopicPartition
 from sink.storage.base import ObjectInfo, ObjectNotFound, PreconditionFailed, Storage, StoredObject
+from tests.batches import put_records
 
 TP = TopicPartition("events", 0)
 MAX_OPEN = 64
@@ -153,7 +154,7 @@ def _run(task: task_module.SinkTask, total: int, key_of: object) -> int:
             SinkRecord("events", 0, i, 1_700_000_000_000, None, {"k": key_of(i), "id": i})  # type: ignore[operator]
             for i in range(start, min(start + 1000, total))
         ]
-        task.put(batch)
+        put_records(task, batch)
         assert len(task._pool) <= MAX_OPEN
         worst = max(worst, _open_fds() - baseline)
     task.close([TP])
@@ -228,7 +229,7 @@ def test_staging_bytes_budget_commits_the_largest_files_early(storage: MemorySto
     try:
         task.open([TP])
         for start in range(0, total, batch):
-            task.put(
+            put_records(task,
                 [
                     SinkRecord("events", 0, i, 1, None, {"k": f"v{i % 40}", "id": i, "pad": "p" * 300})
                     for i in range(start, start + batch)

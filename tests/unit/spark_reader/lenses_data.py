@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from kcql.model import EnvelopeFields, PartitionField, SinkPlan, StoreFormat
 from partitioners import escape
+from tests.unit.formats.records import append
 
 REGIONS = ("eu", "us", "ap/south %east")
 """The third needs escaping (``/``, ``%``) and contains a space, which is kept."""
@@ -34,6 +35,7 @@ VALUE_SCHEMA = {
         {"name": "region", "type": "string"},
     ],
 }
+
 
 
 @dataclass(frozen=True)
@@ -326,7 +328,7 @@ def write_with_sink_libs(
         srecs = [sink_record(p, r) for r in chunk]
         path = staging / f"{p.prefix}-{n}.tmp"
         writer = fmt.open(path)
-        assert writer.write(srecs) == len(srecs)
+        assert append(writer, srecs) == len(srecs)
         writer.close()
         ts = [r.timestamp for r in chunk]
         meta = FileMeta(

@@ -1,0 +1,134 @@
+"""Consumed messages -> batches: where it is decided, once, which cheap forms a batch carries.
+
+The converter pair decides what a batch can skip. Values must be schemaless JSON (the joined
+text, :mod:`sink.records.json_text`) or Confluent Avro (Arrow columns,
+:mod:`sink.records.avro_values`); keys must be bytes (nothing can fail) or UTF-8 text (each key
+is checked as the StringConverter would, when a form is first used). With any other converter a
+key or value could fail in a way no bulk check sees, so such batches only have the per-record
+view. A run of messages is cut where its values stop fitting a form (a tombstone, a foreign
+payload, another schema id), so an odd record costs its neighbours nothing.
+
+``behavior.on.null.values`` applies here too: ``ignore`` drops tombstones before batches are
+built (and a value that converts to null is skipped by the runtime through
+:class:`NullValueSkipped`), ``fail`` makes each tombstone a record error of the per-record view.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from typing import Literal
+
+from confluent_kafka import Message
+
+from kcql.errors import RecordError
+from sink.records.avro_values import avro_runs
+from sink.records.batch import Convert, RecordBatch, Source
+from sink.records.converters import (
+    AvroConverter,
+    ByteArrayConverter,
+    JsonConverter,
+    RecordConverter,
+    StringConverter,
+)
+from sink.records.json_text import json_runs
+from sink.records.record import SinkRecord
+
+__all__ = ["BatchBuilder", "NullValueSkipped"]
+
+_value = Message.value
+
+
+class NullValueSkipped(RecordError):
+    """A value that converted to null under ``behavior.on.null.values=ignore``: skipped, not an error."""
+
+
+class BatchBuilder:
+    """Builds the batches of one connector's consumed runs (one topic partition each).
+
+    Args:
+        converter: the connector's key and value converters.
+        null_values: ``behavior.on.null.values`` (``write``, ``ignore`` or ``fail``).
+        check_json: check joined JSON text for validity before a format writes it through
+            (``connect.json.validate``; off only by explicit choice).
+        executor: the helper thread formats may compute ahead on (see ``RecordBatch.ahead``).
+        cheap_forms: ``False`` gives every batch the per-record view only: the reference the
+            cheap forms are compared with (tests, and ruling them out when debugging).
+    """
+
+    def __init__(
+        self,
+        converter: RecordConverter,
+        *,
+        null_values: Literal["write", "ignore", "fail"] = "write",
+        check_json: bool = True,
+        executor: Executor | None = None,
+        cheap_forms: bool = True,
+    ) -> None:
+        self.converter = converter
+        self.null_values = null_values
+        self.check_json = check_json
+        self.executor = executor
+        key, value = converter.key, converter.value
+        if not cheap_forms:
+            cheap, self._check_keys = False, False
+        elif type(key) is ByteArrayConverter:
+            cheap, self._check_keys = True, False
+        elif type(key) is StringConverter and codecs.lookup(key.encoding).name == "utf-8":
+            cheap, self._check_keys = True, True
+        else:
+            cheap, self._check_keys = False, False
+        self._json = cheap and type(value) is JsonConverter and not value.schemas_enable
+        self._avro: AvroConverter | None = value if cheap and type(value) is AvroConverter else None
+        self._convert: Convert = converter.convert if null_values == "write" else self._convert_null
+
+    def _convert_null(self, msg: Message) -> SinkRecord:
+        record = self.converter.convert(msg)
+        if record.value is None and record.raw_value is None:
+            if self.null_values == "ignore":
+                raise NullValueSkipped(
+                    f"null value at {record.where} skipped (behavior.on.null.values=ignore)",
+                    offset=record.offset,
+                )
+            raise RecordError(
+                f"null value (tombstone) at {record.where} and behavior.on.null.values=fail",
+                offset=record.offset,
+                stage="TASK_PUT",
+            )
+        return record
+
+    def build(self, topic: str, partition: int, messages: Sequence[Message]) -> list[RecordBatch]:
+        """The batches of ``messages`` (consecutive, error-free messages of one partition), in order.
+
+        Tombstones dropped under ``ignore`` leave no batch behind: the caller's position for the
+        partition still moves past them once the batches are written.
+        """
+        values: list[bytes | None] = list(map(_value, messages))
+        if self.null_values == "ignore" and None in values:
+            kept = [i for i, v in enumerate(values) if v is not None]
+            messages = [messages[i] for i in kept]
+            values = [values[i] for i in kept]
+        if not messages:
+            return []
+        if self._json:
+            return [
+                self._batch(topic, partition, messages[start:stop], json=text)
+                for start, stop, text in json_runs(values)
+            ]
+        avro = self._avro
+        if avro is not None:
+            out = []
+            for start, stop, schema_id in avro_runs(values):
+                columns = None if schema_id is None else (lambda sid=schema_id: avro.columns(sid))
+                out.append(self._batch(topic, partition, messages[start:stop], avro=columns))
+            return out
+        return [self._batch(topic, partition, messages)]
+
+    def _batch(self, topic: str, partition: int, messages: Sequence[Message], **forms: object) -> RecordBatch:
+        src = Source(
+            messages, [None] * len(messages), self._convert,
+            check_json=self.check_json, check_keys=self._check_keys, executor=self.executor,
+            **forms,  # type: ignore[arg-type]
+        )
+        return RecordBatch(topic, partition, src)
