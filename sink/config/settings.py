@@ -18,63 +18,23 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from kcql.errors import ConfigError, ConfigProblem
+from sink.config.secrets import Secret, mask
 
 __all__ = [
     "DEFAULT_INDEXES_NAME",
     "DEFAULT_MAX_OPEN_WRITERS",
-    "SECRET_KEYS",
     "ConnectorSettings",
     "ExactlyOnceSettings",
     "S3Settings",
-    "Secret",
     "SettingsReader",
     "StorageSettings",
     "WriterSettings",
-    "mask",
     "parse_settings",
 ]
 
 DEFAULT_INDEXES_NAME = ".indexes"
 DEFAULT_MAX_OPEN_WRITERS = 500
 """Open staging files per task; each holds a file descriptor, so this stays well below ``ulimit -n``."""
-
-SECRET_KEYS = frozenset({"connect.s3.aws.secret.key", "connect.s3.aws.access.key"})
-"""Keys whose values are never logged, repr'd or shown in errors. Others may add theirs (SASL passwords)."""
-
-_MASK = "********"
-
-
-def mask(key: str, value: str) -> str:
-    """``value`` as it may appear in logs and errors: masked when ``key`` is secret."""
-    lowered = key.lower()
-    if lowered in SECRET_KEYS or "password" in lowered or lowered.endswith(".secret"):
-        return _MASK
-    return value
-
-
-class Secret:
-    """A secret string that never shows itself in ``repr``/``str``/logs; :meth:`reveal` to use it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        """The secret itself, for the one call that needs it (the boto3 client)."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return f"Secret({_MASK!r})"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
 
 T = TypeVar("T")
 

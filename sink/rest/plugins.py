@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcql.errors import ConfigError, ConfigProblem, KcqlError
-from sink.config.files import is_secret_key, mask
+from sink.config.secrets import is_secret_key, mask
 
 __all__ = [
     "CONNECTOR_CLASS",
@@ -249,11 +249,7 @@ def config_infos(
     for key in keys:
         raw = config.get(key)
         definition = key_info(key)
-        shown = (
-            None
-            if raw is None
-            else ("[hidden]" if definition["type"] == "PASSWORD" or is_secret_key(key) else raw)
-        )
+        shown = None if raw is None else mask(key, raw)
         errors = list(by_key.get(key, []))
         if raw is None and definition["required"] and key not in by_key:
             errors.append(f'Missing required configuration "{key}" which has no default value.')
