@@ -19,10 +19,12 @@ from typing import Literal, TypeVar
 
 from kcql.errors import ConfigError, ConfigProblem
 from sink.config.secrets import Secret, mask
+from sink.config.whole_numbers import JAVA_LONG_MIN, parse_whole_number
 
 __all__ = [
     "DEFAULT_INDEXES_NAME",
     "DEFAULT_MAX_OPEN_WRITERS",
+    "NAME_REQUIRED",
     "ConnectorSettings",
     "ExactlyOnceSettings",
     "S3Settings",
@@ -31,6 +33,11 @@ __all__ = [
     "WriterSettings",
     "parse_settings",
 ]
+
+NAME_REQUIRED = (
+    "a connector name is required (it names the consumer group connect-<name> and the exactly-once index)"
+)
+"""The one sentence for a missing ``name``, whether the file loader or the settings parser finds it."""
 
 DEFAULT_INDEXES_NAME = ".indexes"
 DEFAULT_MAX_OPEN_WRITERS = 500
@@ -74,28 +81,25 @@ class SettingsReader:
         self.problem(key, value, "must be true or false")
         return default
 
-    def integer(self, key: str, default: int, *, minimum: int | None = None) -> int:
+    def integer(self, key: str, default: int, *, minimum: int = JAVA_LONG_MIN) -> int:
+        """A Connect ``LONG`` key (:func:`~sink.config.whole_numbers.parse_whole_number`)."""
         value = self.raw(key)
         if not value:
             return default
         try:
-            number = int(value)
-        except ValueError:
-            self.problem(key, value, "must be an integer")
+            return parse_whole_number(value, minimum=minimum)
+        except ValueError as exc:
+            self.problem(key, value, str(exc))
             return default
-        if minimum is not None and number < minimum:
-            self.problem(key, value, f"must be at least {minimum}")
-            return default
-        return number
 
     def optional_integer(self, key: str) -> int | None:
         value = self.raw(key)
         if not value:
             return None
         try:
-            return int(value)
-        except ValueError:
-            self.problem(key, value, "must be an integer")
+            return parse_whole_number(value)
+        except ValueError as exc:
+            self.problem(key, value, str(exc))
             return None
 
     def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
@@ -251,7 +255,9 @@ def parse_settings(props: Mapping[str, str]) -> ConnectorSettings:
         ConfigError: listing every invalid or missing key (secret values masked).
     """
     reader = SettingsReader(props)
-    name = reader.string("name", required=True)
+    name = reader.string("name")
+    if not name:
+        reader.problem("name", "", NAME_REQUIRED)
     kcql = reader.string("connect.s3.kcql", required=True)
     settings = ConnectorSettings(
         name=name,
