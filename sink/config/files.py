@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kcql.errors import ConfigError, ConfigProblem
 from sink.config.secrets import mask  # re-exported for sink.runtime until the lead's rewrite lands
+from sink.config.settings import NAME_REQUIRED
 
 __all__ = [
     "DEPRECATED_ALIASES",
@@ -122,14 +123,7 @@ def parse_connector_config(data: object, source: str = "<config>", strict: bool 
         props[str(key)] = _as_string(value)
     name = props.get("name", "").strip()
     if not name:
-        problems.append(
-            ConfigProblem(
-                "name",
-                "",
-                "a connector name is required (it names the consumer group "
-                "connect-<name> and the exactly-once index)",
-            )
-        )
+        problems.append(ConfigProblem("name", "", NAME_REQUIRED))
     normalised, warnings, alias_problems = normalise_aliases(props)
     problems += alias_problems
     if problems and strict:
