@@ -1,8 +1,8 @@
 """``kcql-sink run CONFIG``: run the connector against a Kafka cluster until stopped.
 
-The config is checked as a whole before anything connects: storage/flush keys
-(:func:`sink.config.settings.parse_settings`), KCQL, converters, error handling and topics are all parsed
-and every problem is reported in one :class:`~kcql.errors.ConfigError` (exit 1, no traceback).
+The config is checked as a whole before anything is built, by :func:`sink.config.validate.validate`
+(the check the REST worker runs too) plus the file's own problems and the bootstrap servers; every
+problem is reported in one :class:`~kcql.errors.ConfigError` (exit 1, no traceback, secrets masked).
 
 ``tasks.max`` > 1 starts that many worker processes (this command again with a hidden
 ``--task-id``), all in the consumer group ``connect-<name>``, so partitions are spread over every
@@ -76,38 +76,22 @@ def _bootstrap(args: argparse.Namespace, cfg: ConnectorConfig) -> str | None:
     return None
 
 
-MAX_TASKS = 256
-"""Upper bound of ``tasks.max``: every task is an OS process of this command."""
+def validate(cfg: ConnectorConfig, bootstrap: str | None, task_id: int | None = None) -> tuple[Any, int]:
+    """Check the whole config first, then build the runtime this process runs, if any.
 
-
-def _tasks_max(cfg: ConnectorConfig, problems: list[ConfigProblem]) -> int:
-    raw = cfg.props.get("tasks.max", "1")
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        problems.append(ConfigProblem("tasks.max", raw, "must be a whole number >= 1"))
-        return 1
-    if value < 1:
-        problems.append(ConfigProblem("tasks.max", raw, "must be a whole number >= 1"))
-        return 1
-    if value > MAX_TASKS:  # each task is a process: an unbounded value would fork without limit
-        problems.append(ConfigProblem("tasks.max", raw, f"must be at most {MAX_TASKS} (one process each)"))
-        return 1
-    return value
-
-
-def validate(cfg: ConnectorConfig, bootstrap: str | None, task_id: int = 0) -> tuple[Any, int]:
-    """Build the runtime for ``cfg`` (nothing connects yet) and collect every config problem.
+    The config is checked by :func:`sink.config.validate.validate` (the REST worker's check too)
+    plus what only this command knows (the file's own problems, the bootstrap servers), before
+    anything is built. The runtime is built only when this process runs a task: the parent of
+    ``tasks.max`` > 1 task processes runs none, each child builds its own.
 
     Returns:
-        ``(SinkRuntime, tasks_max)``.
+        ``(SinkRuntime or None, tasks_max)``.
 
     Raises:
-        ConfigError: listing every problem of every section at once.
+        ConfigError: listing every problem of every section at once, secret values masked.
     """
-    from sink.config.settings import parse_settings
-    from sink.records.converters import converter_problems
-    from sink.runtime.loop import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
+    from sink.config.validate import parse_tasks_max
+    from sink.config.validate import validate as validate_props
 
     problems: list[ConfigProblem] = list(cfg.problems)  # name, aliases: found while loading
     if bootstrap is None:
@@ -119,20 +103,16 @@ def validate(cfg: ConnectorConfig, bootstrap: str | None, task_id: int = 0) -> t
                 "set bootstrap.servers or KAFKA_BOOTSTRAP_SERVERS",
             )
         )
-    tasks_max = _tasks_max(cfg, problems)
-    try:
-        parse_settings(cfg.props)
-    except ConfigError as exc:
-        problems += exc.problems
-    problems += converter_problems(cfg.props, DEFAULT_CONVERTERS)
-    runtime = None
-    try:
-        runtime = SinkRuntime(cfg, RuntimeOptions(bootstrap or "", task_id=task_id))
-    except ConfigError as exc:
-        problems += exc.problems
-    unique = list(dict.fromkeys(problems))  # the same problem found by two sections is shown once
+    problems += validate_props(cfg.props)
+    unique = list(dict.fromkeys(problems))  # the file loader and validate may find the same one
     if unique:
         raise ConfigError(unique)
+    tasks_max, _ = parse_tasks_max(cfg.props)
+    if task_id is None and tasks_max > 1:
+        return None, tasks_max
+    from sink.runtime.loop import RuntimeOptions, SinkRuntime
+
+    runtime = SinkRuntime(cfg, RuntimeOptions(bootstrap or "", task_id=task_id or 0))
     return runtime, tasks_max
 
 
@@ -278,8 +258,8 @@ def run_command(args: argparse.Namespace) -> int:
     """Entry point of ``kcql-sink run``; returns the exit status."""
     cfg = load_connector_config(args.config, strict=False)
     bootstrap = _bootstrap(args, cfg)
-    runtime, tasks_max = validate(cfg, bootstrap, args.task_id or 0)
+    runtime, tasks_max = validate(cfg, bootstrap, args.task_id)
     assert bootstrap is not None  # noqa: S101 - validate() reported it otherwise
-    if args.task_id is not None or tasks_max == 1:
+    if runtime is not None:
         return _run_one(runtime, args.task_id or 0, args.shutdown_timeout, child=args.task_id is not None)
     return _run_many(args, bootstrap, tasks_max)

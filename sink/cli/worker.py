@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from kcql.errors import ConfigError, ConfigProblem
+from sink.config.secrets import HIDDEN
 
 __all__ = ["register", "run_worker"]
 
@@ -56,7 +57,7 @@ def run_worker(args: argparse.Namespace) -> int:
     from sink.rest.store import StateStore
 
     if args.basic_auth is not None and ":" not in args.basic_auth:
-        raise ConfigError([ConfigProblem("--basic-auth", "[hidden]", "must be user:password")])
+        raise ConfigError([ConfigProblem("--basic-auth", HIDDEN, "must be user:password")])
     if not 0 < args.port < 65536:
         raise ConfigError([ConfigProblem("--port", str(args.port), "must be between 1 and 65535")])
     try:

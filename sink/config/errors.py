@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kcql.errors import ConfigProblem
+from sink.config.whole_numbers import JAVA_INT_MAX, parse_whole_number
 
 __all__ = ["ErrorSettings", "parse_error_settings"]
 
@@ -64,18 +65,15 @@ def _bool(props: Mapping[str, str], key: str, default: bool, problems: list[Conf
 def _int(
     props: Mapping[str, str], key: str, default: int, problems: list[ConfigProblem], minimum: int
 ) -> int:
+    """A Connect ``INT`` key: a whole number from ``minimum`` to Java's ``Integer.MAX_VALUE``."""
     raw = props.get(key)
     if raw is None:
         return default
     try:
-        value = int(raw.strip())
-    except ValueError:
-        problems.append(ConfigProblem(key, raw, "must be a whole number"))
+        return parse_whole_number(raw, minimum=minimum, maximum=JAVA_INT_MAX)
+    except ValueError as exc:
+        problems.append(ConfigProblem(key, raw, str(exc)))
         return default
-    if value < minimum:
-        problems.append(ConfigProblem(key, raw, f"must be >= {minimum}"))
-        return default
-    return value
 
 
 def _choice(

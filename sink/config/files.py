@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kcql.errors import ConfigError, ConfigProblem
+from sink.config.secrets import mask
+from sink.config.settings import NAME_REQUIRED
 
 __all__ = [
     "DEPRECATED_ALIASES",
     "ConnectorConfig",
-    "is_secret_key",
     "load_connector_config",
-    "mask",
     "normalise_aliases",
     "parse_connector_config",
 ]
@@ -43,19 +43,6 @@ DEPRECATED_ALIASES: dict[str, str] = {
     "aws.vhost.bucket": "connect.s3.vhost.bucket",
 }
 """Seed-era short keys → the ``connect.s3.*`` key they mean."""
-
-_SECRET_MARKERS = ("secret", "password", "basic.auth.user.info", "sasl.jaas.config", "token")
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a key's value must never be shown (logs, errors, REST responses)."""
-    lowered = key.lower()
-    return any(marker in lowered for marker in _SECRET_MARKERS)
-
-
-def mask(key: str, value: str) -> str:
-    """``value``, or ``[hidden]`` when ``key`` holds a secret."""
-    return "[hidden]" if is_secret_key(key) and value else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +123,7 @@ def parse_connector_config(data: object, source: str = "<config>", strict: bool 
         props[str(key)] = _as_string(value)
     name = props.get("name", "").strip()
     if not name:
-        problems.append(
-            ConfigProblem(
-                "name",
-                "",
-                "a connector name is required (it names the consumer group "
-                "connect-<name> and the exactly-once index)",
-            )
-        )
+        problems.append(ConfigProblem("name", "", NAME_REQUIRED))
     normalised, warnings, alias_problems = normalise_aliases(props)
     problems += alias_problems
     if problems and strict:

@@ -18,63 +18,30 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from kcql.errors import ConfigError, ConfigProblem
+from sink.config.secrets import Secret, mask
+from sink.config.whole_numbers import JAVA_LONG_MIN, parse_whole_number
 
 __all__ = [
     "DEFAULT_INDEXES_NAME",
     "DEFAULT_MAX_OPEN_WRITERS",
-    "SECRET_KEYS",
+    "NAME_REQUIRED",
     "ConnectorSettings",
     "ExactlyOnceSettings",
     "S3Settings",
-    "Secret",
     "SettingsReader",
     "StorageSettings",
     "WriterSettings",
-    "mask",
     "parse_settings",
 ]
+
+NAME_REQUIRED = (
+    "a connector name is required (it names the consumer group connect-<name> and the exactly-once index)"
+)
+"""The one sentence for a missing ``name``, whether the file loader or the settings parser finds it."""
 
 DEFAULT_INDEXES_NAME = ".indexes"
 DEFAULT_MAX_OPEN_WRITERS = 500
 """Open staging files per task; each holds a file descriptor, so this stays well below ``ulimit -n``."""
-
-SECRET_KEYS = frozenset({"connect.s3.aws.secret.key", "connect.s3.aws.access.key"})
-"""Keys whose values are never logged, repr'd or shown in errors. Others may add theirs (SASL passwords)."""
-
-_MASK = "********"
-
-
-def mask(key: str, value: str) -> str:
-    """``value`` as it may appear in logs and errors: masked when ``key`` is secret."""
-    lowered = key.lower()
-    if lowered in SECRET_KEYS or "password" in lowered or lowered.endswith(".secret"):
-        return _MASK
-    return value
-
-
-class Secret:
-    """A secret string that never shows itself in ``repr``/``str``/logs; :meth:`reveal` to use it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        """The secret itself, for the one call that needs it (the boto3 client)."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return f"Secret({_MASK!r})"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
 
 T = TypeVar("T")
 
@@ -114,28 +81,25 @@ class SettingsReader:
         self.problem(key, value, "must be true or false")
         return default
 
-    def integer(self, key: str, default: int, *, minimum: int | None = None) -> int:
+    def integer(self, key: str, default: int, *, minimum: int = JAVA_LONG_MIN) -> int:
+        """A Connect ``LONG`` key (:func:`~sink.config.whole_numbers.parse_whole_number`)."""
         value = self.raw(key)
         if not value:
             return default
         try:
-            number = int(value)
-        except ValueError:
-            self.problem(key, value, "must be an integer")
+            return parse_whole_number(value, minimum=minimum)
+        except ValueError as exc:
+            self.problem(key, value, str(exc))
             return default
-        if minimum is not None and number < minimum:
-            self.problem(key, value, f"must be at least {minimum}")
-            return default
-        return number
 
     def optional_integer(self, key: str) -> int | None:
         value = self.raw(key)
         if not value:
             return None
         try:
-            return int(value)
-        except ValueError:
-            self.problem(key, value, "must be an integer")
+            return parse_whole_number(value)
+        except ValueError as exc:
+            self.problem(key, value, str(exc))
             return None
 
     def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
@@ -291,7 +255,9 @@ def parse_settings(props: Mapping[str, str]) -> ConnectorSettings:
         ConfigError: listing every invalid or missing key (secret values masked).
     """
     reader = SettingsReader(props)
-    name = reader.string("name", required=True)
+    name = reader.string("name")
+    if not name:
+        reader.problem("name", "", NAME_REQUIRED)
     kcql = reader.string("connect.s3.kcql", required=True)
     settings = ConnectorSettings(
         name=name,

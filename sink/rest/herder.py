@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kcql.errors import ConfigError
-from sink.config.files import ConnectorConfig, mask, parse_connector_config
+from sink.config.files import ConnectorConfig, parse_connector_config
+from sink.config.secrets import mask
 from sink.records.record import TopicPartition
 from sink.rest.errors import RestError
 from sink.rest.metering import TaskMetrics

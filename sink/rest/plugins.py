@@ -1,21 +1,18 @@
 """The one connector plugin this worker runs, its aliases, and config validation.
 
-Validation runs every checker the sink itself runs before starting a task, so a config that
-passes here also starts: the config-file parser (aliases, names), the KCQL compiler (errors keep
-their line and column), the storage/exactly-once settings parser, and the runtime's own checks
-(error policy, converters, topics vs KCQL sources). Problems are grouped per key, as Connect's
-``ConfigInfos`` does, and secret values are shown as ``[hidden]``.
+Validation is :func:`sink.config.validate.validate`, the one ``kcql-sink run`` uses too, so a
+config gets the same problems from the worker as from the command line. Problems are grouped per
+key, as Connect's ``ConfigInfos`` does, and secret values are shown as ``[hidden]``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
-from kcql.errors import ConfigError, ConfigProblem, KcqlError
-from sink.config.files import is_secret_key, mask
+from kcql.errors import ConfigProblem
+from sink.config.secrets import is_secret_key, mask
 
 __all__ = [
     "CONNECTOR_CLASS",
@@ -178,54 +175,14 @@ def problem_text(problem: ConfigProblem) -> str:
 def validate_config(config: Mapping[str, str | None]) -> list[ConfigProblem]:
     """Every problem with ``config`` (string values; ``None`` = a JSON null), secrets masked.
 
-    Assumes ``connector.class`` was already resolved by the caller.
+    The checks are :func:`sink.config.validate.validate`, the same as ``kcql-sink run``'s; only
+    what is particular to the REST API is added here (a JSON null is not a value). Assumes
+    ``connector.class`` was already resolved by the caller.
     """
-    from sink.config.files import parse_connector_config
-    from sink.config.settings import parse_settings
-    from sink.records.converters import converter_problems
-    from sink.runtime.loop import DEFAULT_CONVERTERS, RuntimeOptions, SinkRuntime
+    from sink.config.validate import validate
 
-    problems: list[ConfigProblem] = [
-        ConfigProblem(k, "", NULL_VALUE_ERROR) for k, v in config.items() if v is None
-    ]
-    props = {k: v for k, v in config.items() if v is not None}
-    tasks_max = props.get("tasks.max", "1").strip()
-    if not tasks_max.isdigit() or int(tasks_max) < 1:
-        problems.append(ConfigProblem("tasks.max", tasks_max, "must be an integer of at least 1"))
-    elif int(tasks_max) > 256:  # one thread per task: an unbounded value would start threads without limit
-        problems.append(ConfigProblem("tasks.max", tasks_max, "must be at most 256 (one thread each)"))
-    try:
-        cfg = parse_connector_config(props)
-    except ConfigError as exc:
-        return problems + exc.problems
-    kcql_text = cfg.props.get("connect.s3.kcql", "")
-    kcql_failed = False
-    if kcql_text.strip():
-        import kcql
-
-        try:
-            kcql.parse(kcql_text)
-        except KcqlError as exc:
-            problems.append(ConfigProblem("connect.s3.kcql", kcql_text, exc.render()))
-            kcql_failed = True
-    try:
-        parse_settings(cfg.props)
-    except ConfigError as exc:
-        problems += exc.problems
-    problems += converter_problems(cfg.props, DEFAULT_CONVERTERS)
-    try:
-        SinkRuntime(
-            cfg, RuntimeOptions(bootstrap="validation-only"), task_factory=lambda _observer: SimpleNamespace()  # type: ignore[arg-type,return-value]
-        )
-    except ConfigError as exc:
-        problems += [p for p in exc.problems if not (kcql_failed and p.key == "connect.s3.kcql")]
-    seen: set[tuple[str, str]] = set()
-    unique = []
-    for p in problems:
-        if (p.key, p.why) not in seen:
-            seen.add((p.key, p.why))
-            unique.append(ConfigProblem(p.key, mask(p.key, p.value), p.why))
-    return unique
+    problems = [ConfigProblem(k, "", NULL_VALUE_ERROR) for k, v in config.items() if v is None]
+    return problems + validate({k: v for k, v in config.items() if v is not None})
 
 
 def error_message_lines(problems: list[ConfigProblem]) -> str:
@@ -252,11 +209,7 @@ def config_infos(
     for key in keys:
         raw = config.get(key)
         definition = key_info(key)
-        shown = (
-            None
-            if raw is None
-            else ("[hidden]" if definition["type"] == "PASSWORD" or is_secret_key(key) else raw)
-        )
+        shown = None if raw is None else mask(key, raw)
         errors = list(by_key.get(key, []))
         if raw is None and definition["required"] and key not in by_key:
             errors.append(f'Missing required configuration "{key}" which has no default value.')

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from sink.config.files import is_secret_key, mask
+from sink.config.secrets import HIDDEN, is_secret_key, mask
 from sink.rest import offsets, plugins
 from sink.rest.errors import RestError
 from sink.rest.herder import Herder
@@ -93,7 +93,7 @@ class Api:
         config["name"] = name
         if existing:  # a GET shows secrets as [hidden]; PUTting that back keeps the stored secret
             for key, value in config.items():
-                if value == "[hidden]" and is_secret_key(key) and key in existing:
+                if value == HIDDEN and is_secret_key(key) and key in existing:
                     config[key] = existing[key]
         cls = config.get("connector.class")
         if not cls:

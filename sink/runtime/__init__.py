@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-from sink.runtime.loop import (
-    RuntimeOptions,
-    SinkRuntime,
-    TaskFailedError,
-    consumer_config,
-    resolve_subscription,
-)
+from sink.runtime.loop import RuntimeOptions, SinkRuntime, TaskFailedError
 
-__all__ = ["RuntimeOptions", "SinkRuntime", "TaskFailedError", "consumer_config", "resolve_subscription"]
+__all__ = ["RuntimeOptions", "SinkRuntime", "TaskFailedError"]

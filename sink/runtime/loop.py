@@ -36,25 +36,21 @@ from typing import Any, Protocol
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kcql.errors import ConfigError, ConfigProblem, RecordError, SinkError
+from kcql.errors import ConfigError, RecordError, SinkError
 from sink.config.errors import parse_error_settings
 from sink.config.files import ConnectorConfig
+from sink.config.subscription import missing_kcql_message, resolve_subscription
+from sink.config.validate import validate
 from sink.events import NO_OBSERVER, SinkObserver
 from sink.records.batch import RecordBatch
-from sink.records.converters import (
-    DEFAULT_CONVERTERS,  # re-exported for sink.cli.run and sink.rest.plugins until they use one validate()
-    converter_problems,
-    needs_parsed_value,
-    record_converter,
-)
+from sink.records.converters import needs_parsed_value, record_converter
 from sink.records.intake import BatchBuilder, NullValueSkipped
 from sink.records.record import TopicPartition
-from sink.runtime.consumer import consumer_config, consumer_override_problems
+from sink.runtime.consumer import consumer_config
 from sink.runtime.dlq import DeadLetterQueue
 from sink.runtime.policy import RecordPolicy, RetryBudget, TaskFailedError
-from sink.runtime.subscription import missing_kcql_message, resolve_subscription
 
-__all__ = ["DEFAULT_CONVERTERS", "RuntimeOptions", "SinkRuntime", "SinkTaskLike", "TaskFailedError"]
+__all__ = ["RuntimeOptions", "SinkRuntime", "SinkTaskLike", "TaskFailedError"]
 
 log = logging.getLogger(__name__)
 
@@ -152,24 +148,13 @@ class SinkRuntime:
         self.options = options
         self.observer = observer
         props = cfg.props
-        problems: list[ConfigProblem] = []
-        try:
-            self.plans = kcql.parse(props.get("connect.s3.kcql", ""))
-        except ValueError as exc:
-            problems.append(ConfigProblem("connect.s3.kcql", props.get("connect.s3.kcql", ""), str(exc)))
-            self.plans = ()
-        self.errors, error_problems = parse_error_settings(props)
-        problems += error_problems
-        problems += converter_problems(props)
-        self.subscription, sub_problems = resolve_subscription(props, self.plans) if self.plans else ([], [])
-        problems += sub_problems
-        problems += consumer_override_problems(props)
-        check_json = (props.get("connect.json.validate") or "true").strip().lower()
-        if check_json not in ("true", "false"):
-            problems.append(ConfigProblem("connect.json.validate", check_json, "must be true or false"))
+        problems = validate(props)
         if problems:
             raise ConfigError(problems)
-        unchecked = check_json == "false"
+        self.plans = kcql.parse(props["connect.s3.kcql"])
+        self.errors = parse_error_settings(props)[0]
+        self.subscription = resolve_subscription(props, self.plans)[0]
+        unchecked = (props.get("connect.json.validate") or "true").strip().lower() == "false"
         # unchecked pass-through (opt-in): JSON -> JSON need not parse values at all
         converter = record_converter(props, needs_parsed_value(self.plans) if unchecked else None)
         self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcql-sink-ahead")

@@ -31,6 +31,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from sink.config.secrets import HIDDEN
 from sink.config.settings import S3Settings
 from sink.storage.base import (
     ObjectInfo,
@@ -113,7 +114,7 @@ class _SecretRedactor(logging.Filter):
             return True
         if any(secret in message for secret in self.secrets):
             for secret in self.secrets:
-                message = message.replace(secret, "********")
+                message = message.replace(secret, HIDDEN)
             record.msg, record.args = message, None
         return True
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sink.records.record import SinkRecord, TopicPartition
+from sink.storage import StorageError
 from sink.task.task import SinkTask
 from tests.batches import put_records
 from tests.integration._sink_support import make_backend
@@ -44,8 +45,10 @@ def test_no_credential_in_debug_logs_reprs_or_errors(
         put_records(task, [SinkRecord("t", 0, i, 1, None, {"i": i}) for i in range(3)])
         texts += [repr(task), repr(task.settings), str(task.settings)]
         broken = SinkTask()
-        with pytest.raises(Exception) as err:
+        missing = r"^bucket 'no-such-bucket-here' does not exist at http://127\.0\.0\.1:\d+; create it first$"
+        with pytest.raises(StorageError, match=missing) as err:
             broken.start(config | {"connect.s3.kcql": "INSERT INTO no-such-bucket-here:out SELECT * FROM t"})
+        assert not err.value.retriable  # a missing bucket is not retried as an outage would be
         texts.append(str(err.value))
         broken.stop()
         task.close([tp])

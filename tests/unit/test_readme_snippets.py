@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shlex
@@ -65,11 +66,46 @@ def test_make_targets_exist():
             assert shlex.split(line)[1] in targets, line
 
 
+def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.ArgumentParser, int]:
+    """The (sub)parser that parses the rest of ``argv``, and how many words named it."""
+    used = 0
+    while used < len(argv):
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subparsers or argv[used] not in subparsers[0].choices:
+            break
+        parser = subparsers[0].choices[argv[used]]
+        used += 1
+    return parser, used
+
+
 @pytest.mark.parametrize("line", [ln for ln in command_lines() if ln.startswith("kcql-sink ")])
 def test_cli_lines_parse(line):
+    """Each README command line means what it says: its command runs, with its arguments."""
     argv = shlex.split(line.split(" | ")[0].rstrip("&").strip())[1:]
-    args = build_parser().parse_args(argv)
-    assert callable(args.func)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command, used = _command_parser(parser, argv)
+    assert used >= 1 and args.command == argv[0]
+    # the function that runs is the one the named (sub)command registered
+    assert args.func is command.get_default("func")
+    assert args.func.__module__ == f"sink.cli.{argv[0]}"
+    # every option on the line is parsed into its own value; every other word is a positional
+    by_flag = {flag: action for action in command._actions for flag in action.option_strings}
+    positionals = [a for a in command._actions if not a.option_strings]
+    words = iter(argv[used:])
+    given_positionals = []
+    for word in words:
+        action = by_flag.get(word)
+        if action is None:
+            assert not word.startswith("-"), f"{word} is not an option of {' '.join(argv[:used])}"
+            given_positionals.append(word)
+        elif action.nargs == 0:
+            assert getattr(args, action.dest) == action.const
+        else:
+            value = next(words)
+            expected = action.type(value) if callable(action.type) else value
+            assert getattr(args, action.dest) == expected, word
+    assert [getattr(args, a.dest) for a in positionals] == given_positionals
 
 
 def test_kcql_lines_run_against_the_readme_config(tmp_path, monkeypatch, capsys):

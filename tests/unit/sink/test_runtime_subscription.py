@@ -1,4 +1,7 @@
-"""Runtime set-up without a broker: topics vs KCQL sources, consumer settings, config problems."""
+"""Runtime set-up without a broker: consumer settings, config problems, runs of a consumed batch.
+
+(Topics against KCQL sources: tests/unit/sink/test_config_subscription.py.)
+"""
 
 from __future__ import annotations
 
@@ -7,41 +10,10 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import Message
 
-import kcql
 from kcql.errors import ConfigError
 from sink.config.files import parse_connector_config
-from sink.runtime.loop import RuntimeOptions, SinkRuntime, _runs, consumer_config, resolve_subscription
-
-MISSING = "Can't find the KCQL for source topic [{}]. The topics defined via [topics] or [topics.regex]"
-
-
-def test_every_topic_needs_a_statement_with_the_lenses_message():
-    plans = kcql.parse("INSERT INTO b:p SELECT * FROM a")
-    topics, problems = resolve_subscription({"topics": "a, b"}, plans)
-    assert topics == ["a", "b"]
-    assert [p.key for p in problems] == ["topics"] and MISSING.format("b") in problems[0].why
-
-
-def test_star_statement_covers_every_topic_but_needs_topics_named():
-    plans = kcql.parse("INSERT INTO b:p SELECT * FROM `*`")
-    assert resolve_subscription({"topics": "x,y"}, plans) == (["x", "y"], [])
-    _topics, problems = resolve_subscription({}, plans)
-    assert [p.key for p in problems] == ["topics"]
-
-
-def test_topics_default_to_the_kcql_sources_and_regex_is_anchored():
-    plans = kcql.parse("INSERT INTO b:p SELECT * FROM a; INSERT INTO b:q SELECT * FROM c")
-    assert resolve_subscription({}, plans) == (["a", "c"], [])
-    assert resolve_subscription({"topics.regex": "a|c"}, plans) == (["^a|c"], [])
-
-
-def test_topics_and_regex_together_and_a_bad_regex_are_problems():
-    plans = kcql.parse("INSERT INTO b:p SELECT * FROM a")
-    _t, problems = resolve_subscription({"topics": "a", "topics.regex": "a("}, plans)
-    assert {p.why.split(":")[0] for p in problems} == {
-        "set either topics or topics.regex, not both",
-        "not a valid regular expression",
-    }
+from sink.runtime.consumer import consumer_config
+from sink.runtime.loop import RuntimeOptions, SinkRuntime, _runs
 
 
 def test_consumer_uses_the_connect_group_manual_commits_and_overrides():
@@ -114,6 +86,7 @@ TWO = "INSERT INTO b:p SELECT * FROM a; INSERT INTO b:q SELECT * FROM b"
 def test_runs_skip_the_topic_check_only_for_one_named_topic(
     statements: str, props: dict[str, str], one_topic: bool
 ):
-    cfg = parse_connector_config({"name": "n", "config": {"connect.s3.kcql": statements, **props}})
+    local = {"connect.storage": "local", "connect.local.root": "/tmp/unused"}
+    cfg = parse_connector_config({"name": "n", "config": {"connect.s3.kcql": statements, **local, **props}})
     runtime = SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda _observer: SimpleNamespace())
     assert runtime._one_topic is one_topic

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kcql.errors import ConfigError
-from sink.config.settings import DEFAULT_MAX_OPEN_WRITERS, Secret, parse_settings
+from sink.config.secrets import Secret
+from sink.config.settings import DEFAULT_MAX_OPEN_WRITERS, parse_settings
 
 BASE = {"name": "conn", "connect.s3.kcql": "INSERT INTO b SELECT * FROM t"}
 

@@ -1,4 +1,9 @@
-"""Which topics a connector subscribes to, and whether every one has a KCQL statement."""
+"""What the connector subscribes to: ``topics`` or ``topics.regex``, checked against the KCQL sources.
+
+Pure functions of the config and the compiled statements, so that validation (``kcql-sink run``,
+the REST worker) and the runtime that subscribes agree on the topics and on the problems, and
+neither needs a Kafka client to find them.
+"""
 
 from __future__ import annotations
 
@@ -20,11 +25,15 @@ def missing_kcql_message(topic: str) -> str:
     )
 
 
-
 def resolve_subscription(
     props: Mapping[str, str], plans: Sequence[SinkPlan]
 ) -> tuple[list[str], list[ConfigProblem]]:
-    """The topics (or one ``^regex``) to subscribe to, and problems with topics vs KCQL sources."""
+    """The topics (or one ``^regex``) to subscribe to, and problems with topics vs KCQL sources.
+
+    Without ``topics`` and ``topics.regex`` the KCQL sources are subscribed; a statement reading
+    `` `*` `` then needs the topics named. ``topics.regex`` is anchored with ``^`` because
+    librdkafka treats only ``^``-prefixed names as patterns.
+    """
     problems: list[ConfigProblem] = []
     topics = [t.strip() for t in (props.get("topics") or "").split(",") if t.strip()]
     regex = (props.get("topics.regex") or "").strip()
