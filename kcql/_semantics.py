@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from lark import Token
 
+from kcql.codecs import CODEC_NAMES, CodecError, check_codec
+from kcql.dates import DatePatternError, validate_date_pattern
 from kcql.errors import KcqlSemanticError
 from kcql.model import (
     DEFAULT_FLUSH_COUNT,
@@ -76,18 +78,7 @@ KNOWN_PROPERTIES = (
 )
 """Every PROPERTIES key the sink understands (Lenses' plus our extensions), lower case."""
 
-COMPRESSION_CODECS = (
-    "UNCOMPRESSED",
-    "GZIP",
-    "SNAPPY",
-    "ZSTD",
-    "LZ4",
-    "BROTLI",
-    "BZIP2",
-    "XZ",
-    "DEFLATE",
-    "LZO",
-)
+COMPRESSION_CODECS = CODEC_NAMES
 SCHEMA_COMPATIBILITIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
 _PADDING_TYPES = {"leftpad": "LeftPad", "rightpad": "RightPad", "noop": "NoOp"}
 _SPECIAL = ("_key", "_value", "_header", "_topic", "_partition", "_date")
@@ -231,15 +222,11 @@ def _format(raw: RawStatement) -> StoreFormat:
 def _check_codec(
     raw: RawStatement, where: dict[str, Name], fmt: StoreFormat, codec: str | None, level: int | None
 ) -> None:
-    # The formats package owns which codec each format can write; ask it so that `kcql check`
-    # catches 'compression.codec'='SNAPPY' on CSV before a worker starts. Imported only when a
-    # codec is given: formats loads pyarrow and fastavro.
-    from formats.base import FormatError
-    from formats.codecs import check_codec
-
+    # kcql.codecs owns which codec each format can write (formats reads the same table), so that
+    # `kcql check` catches 'compression.codec'='SNAPPY' on CSV before a worker starts.
     try:
         check_codec(fmt, codec, level)
-    except FormatError as exc:
+    except CodecError as exc:
         at = where["compression.codec"] if codec is not None else where["compression.level"]
         if codec is not None and level is not None and "level" in str(exc):
             at = where["compression.level"]
@@ -348,10 +335,7 @@ def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionFiel
 
 
 def _check_date_pattern(raw: RawStatement, entry: Name, pattern: str) -> None:
-    # The partitioner formats exactly the set its validator accepts; ask it, so the compiler never
-    # accepts a pattern the sink would fail on. Imported here: partitioners depend on kcql.model.
-    from partitioners.dates import DatePatternError, validate_date_pattern
-
+    # partitioners.dates formats exactly what kcql.dates accepts, so a compiled plan never fails there
     try:
         validate_date_pattern(pattern)
     except DatePatternError as exc:
