@@ -485,17 +485,25 @@ def _include_keys(
     where: dict[str, Name],
     partition_by: tuple[PartitionField, ...] | None,
 ) -> bool:
+    """``name=value`` (KeysAndValues) or value-only directories.
+
+    With PARTITIONBY and nothing choosing, every Lenses S3 sink from 2.1 to 11.x uses KeysAndValues,
+    in both dialects: ``Option(kcql.getWithPartitioner).fold(KeysAndValues)`` (2.1-4.x
+    ``PartitionDisplay``), ``PartitionDisplay(kcql, props, KeysAndValues)`` (5.x-6.x) and
+    ``PartitionDisplay(props, KeysAndValues)`` (7.x-11.x) in ``PartitionSelection``; their tests
+    expect ``name=first/title=primary/`` for ``PARTITIONBY name,title WITH_FLUSH_COUNT = 2``. The
+    Lenses article's "Values only [default]" is wrong.
+    """
     explicit = _bool(raw, props, where, "partition.include.keys")
     legacy_only = not any(k.value.strip().lower() == "partition.include.keys" for k, _ in raw.properties)
     if explicit is not None and legacy_only and not partition_by:
-        # <= 6.x: WITHPARTITIONER only shaped PARTITIONBY directories; the default layout stayed
-        # topic/partition. Only the 5+ property switches the default layout to name=value.
+        # Lenses 2.x-4.x: WITHPARTITIONER only shaped PARTITIONBY directories; the default layout
+        # stayed topic/partition. (5.x-6.x applied it to the default layout too; only the property
+        # switches it here, see README.)
         return False
     if explicit is not None:
         return explicit
-    # Lenses 5+ (PROPERTIES dialect): true with PARTITIONBY. The seed (<= 6.x, no PROPERTIES):
-    # Values, i.e. keys not in the path.
-    return bool(partition_by) and raw.has_properties
+    return bool(partition_by)
 
 
 def _envelope(

@@ -148,12 +148,19 @@ def test_include_keys_rules() -> None:
     def keys(text: str) -> bool:
         return kcql.parse_one("INSERT INTO a SELECT * FROM t " + text).include_keys  # noqa: S608 (KCQL)
 
-    assert keys("PARTITIONBY x") is False  # seed rule: no PROPERTIES clause
-    assert keys("PARTITIONBY x PROPERTIES()") is True  # Lenses 5+
+    # nothing chooses: KeysAndValues with PARTITIONBY, in both dialects (Lenses 2.1 to 11.x code;
+    # the Lenses article's "Values only [default]" is wrong)
+    assert keys("PARTITIONBY x") is True
+    assert keys("PARTITIONBY name,title WITH_FLUSH_COUNT = 2") is True
+    assert keys("PARTITIONBY x STOREAS `AVRO` WITH_FLUSH_COUNT = 5000") is True
+    assert keys("PARTITIONBY x PROPERTIES()") is True
     assert keys("PARTITIONBY x WITHPARTITIONER=KeysAndValues") is True
+    # values only: only when asked for
+    assert keys("PARTITIONBY x WITHPARTITIONER=Values") is False
     assert keys("PARTITIONBY x WITHPARTITIONER=Values PROPERTIES()") is False
+    assert keys("PARTITIONBY x PROPERTIES('partition.include.keys'=false)") is False
     assert keys("PROPERTIES()") is False
-    assert keys("WITHPARTITIONER=KeysAndValues") is False  # <= 6.x: only shaped PARTITIONBY dirs
+    assert keys("WITHPARTITIONER=KeysAndValues") is False  # 2.x-4.x: only shaped PARTITIONBY dirs
     assert keys("PROPERTIES('partition.include.keys'=true)") is True
     assert keys("NOPARTITION PROPERTIES()") is False
 

@@ -1,0 +1,45 @@
+"""``kcql-sink kcql check|explain`` on what the KCQL compiler decides (layout defaults, warnings)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kcql import EXPLAIN_KEYS
+from sink.cli import dispatch as cli
+
+
+def write(tmp_path: Path, text: str, name: str = "s.kcql") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def explain_json(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    assert cli.main(["kcql", "explain", "--json", write(tmp_path, text)]) == 0
+    objects = json.loads(capsys.readouterr().out)
+    assert all(list(obj) == list(EXPLAIN_KEYS) for obj in objects)
+    return objects
+
+
+def test_partitionby_without_a_choice_is_keys_and_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Lenses 2.1-11.x: KeysAndValues whenever nothing chooses, legacy dialect included
+    (obj,) = explain_json(
+        tmp_path, "INSERT INTO b:p SELECT * FROM t PARTITIONBY name, title WITH_FLUSH_COUNT = 1", capsys
+    )
+    assert obj["include_keys"] is True
+    assert obj["example_key"] == "p/name=<name>/title=<title>/t(0_000000000000).json"
+
+
+@pytest.mark.parametrize(
+    "choice", ["WITHPARTITIONER=Values WITH_FLUSH_COUNT = 1", "PROPERTIES('partition.include.keys'=false)"]
+)
+def test_values_only_when_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str], choice: str) -> None:
+    text = "INSERT INTO b:p SELECT * FROM t PARTITIONBY name, title " + choice  # noqa: S608 (KCQL)
+    (obj,) = explain_json(tmp_path, text, capsys)
+    assert obj["include_keys"] is False
+    assert obj["example_key"] == "p/<name>/<title>/t(0_000000000000).json"
