@@ -11,7 +11,7 @@ README.md.
 from __future__ import annotations
 
 from kcql.errors import KcqlError, KcqlSemanticError, KcqlSyntaxError
-from kcql.explain import EXPLAIN_KEYS, explain_dict
+from kcql.explain import EXPLAIN_KEYS, explain_dict, explain_projection
 from kcql.model import PartitionField, SinkPlan, StoreFormat
 from kcql.parser import parse, parse_one
 
@@ -24,6 +24,7 @@ __all__ = [
     "SinkPlan",
     "StoreFormat",
     "explain_dict",
+    "explain_projection",
     "parse",
     "parse_one",
 ]

@@ -28,6 +28,7 @@ from kcql.model import (
     Padding,
     PartitionField,
     SelectField,
+    SelectSource,
     SinkPlan,
     StoreFormat,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "KNOWN_PROPERTIES",
     "LEGACY_KEYWORDS",
     "SCHEMA_COMPATIBILITIES",
+    "RawField",
     "RawStatement",
     "compile_statement",
 ]
@@ -85,6 +87,15 @@ _SPECIAL = ("_key", "_value", "_header", "_topic", "_partition", "_date")
 _DIGITS = re.compile(r"[0-9]+")
 
 
+@dataclass(frozen=True, slots=True)
+class RawField:
+    """One SELECT or IGNORE item as written: ``*`` (no name), ``name``, ``name.*``, ``... AS alias``."""
+
+    name: Name | None
+    star: Token | None
+    alias: Name | None
+
+
 @dataclass
 class RawStatement:
     """What the tree walk found, before any meaning is attached. Built by :mod:`kcql.parser`."""
@@ -94,8 +105,8 @@ class RawStatement:
     line: int
     target: Name | None = None
     topic: Name | None = None
-    fields: list[tuple[Name, Name | None]] = field(default_factory=list)
-    ignore: list[Name] = field(default_factory=list)
+    fields: list[RawField] = field(default_factory=list)
+    ignore: list[RawField] = field(default_factory=list)
     nopartition: bool = False
     partitions: list[Name] = field(default_factory=list)
     storeas: Name | None = None
@@ -166,8 +177,8 @@ def compile_statement(raw: RawStatement) -> SinkPlan:
             Literal["NONE", "BACKWARD", "FORWARD", "FULL"],
             _upper_choice(raw, props, given, "schema.compatibility", SCHEMA_COMPATIBILITIES) or "NONE",
         ),
-        fields=tuple(SelectField(n.value, a.value if a else None) for n, a in raw.fields),
-        ignore=tuple(n.value for n in raw.ignore),
+        fields=_select(raw),
+        ignore=tuple(_select_field(raw, item, "IGNORE").name for item in raw.ignore),
         limit=limit,
         properties=tuple(props.items()),
         statement=raw.statement,
@@ -233,11 +244,107 @@ def _check_codec(
         raise _error(raw, at, str(exc)) from None
 
 
+# --------------------------------------------------------------------------- SELECT, IGNORE
+
+_METADATA: tuple[SelectSource, ...] = ("topic", "partition", "offset", "timestamp")
+_UNDERSCORE_NEEDS = "'_' needs to be followed by: key,topic,partition,timestamp,offset"
+
+
+def _select(raw: RawStatement) -> tuple[SelectField, ...]:
+    """The SELECT list as Lenses' parser reads it; ``()`` for a plain ``SELECT *``."""
+    fields = [_select_field(raw, item, "SELECT") for item in raw.fields]
+    seen: set[tuple[str, str]] = set()
+    for item, selected in zip(raw.fields, fields, strict=True):
+        identity = _top_level(item, selected)
+        if identity is None:
+            continue
+        if identity in seen:
+            # Lenses (Kcql.addField): a top-level field, '*' or metadata field listed twice
+            at = item.name if item.name is not None else item.star
+            assert at is not None  # noqa: S101 - an item is a name, a '*' or both
+            shown = selected.source if selected.source in _METADATA else identity[1]
+            raise _error(raw, at, f"Field {shown} has already been defined")
+        seen.add(identity)
+    if len(fields) == 1 and raw.fields[0].name is None:
+        return ()
+    return tuple(fields)
+
+
+def _top_level(item: RawField, selected: SelectField) -> tuple[str, str] | None:
+    """What Lenses compares to find a field listed twice: fields without parents (and metadata).
+
+    (Its check never matches fields with parents, so ``a.b, a.b`` passes there, and here.)
+    """
+    if selected.source in _METADATA:
+        return (selected.source, "")
+    if item.name is None:
+        return ("value", "*")
+    if item.star is None and len(_split(item.name)) == 1:
+        return ("value", selected.name)
+    return None
+
+
+def _select_field(raw: RawStatement, item: RawField, clause: str) -> SelectField:
+    """One SELECT/IGNORE item, checked as Lenses' ``Field.from`` checks it."""
+    if item.name is None:
+        return SelectField("*", None, "value", ("*",))
+    entry = item.name
+    spec = _spec(entry)
+    segments = _split(entry)
+    alias = item.alias.value if item.alias is not None else None
+    if item.star is not None:
+        last = entry.tokens[-1]
+        if last.type != "NAME" or not str(last).endswith(".") or item.star.start_pos != last.end_pos:
+            base = spec.rstrip(".") or "f"
+            raise _error(
+                raw,
+                item.star,
+                f"'*' after a field selects all its fields and is written {base}.* (no spaces); "
+                f"'*' alone selects the whole value",
+            )
+        segments[-1] = "*"  # "f." split into ["f", ""]
+        spec += "*"
+    if _underscore_dot(entry):
+        return _underscore_field(raw, item, spec, segments[1:], clause)
+    if any(not s for s in segments):
+        raise _error(raw, entry, f"invalid {clause} field {spec!r}: a path segment is empty")
+    head = "" if entry.first.type != "NAME" or str(entry.first).split(".")[0] != segments[0] else segments[0]
+    source: SelectSource = "value"
+    path = tuple(segments)
+    if head.lower() in ("_key", "_value", "_header"):
+        source = cast(SelectSource, head.lower()[1:])
+        path = tuple(segments[1:])
+    return SelectField(spec, alias, source, path)
+
+
+def _underscore_field(
+    raw: RawStatement, item: RawField, spec: str, rest: list[str], clause: str
+) -> SelectField:
+    """``_.topic`` and friends, ``_.key.<path>``: Lenses' ``Field.from`` rules, and its errors."""
+    assert item.name is not None  # noqa: S101 - only named items start with '_.'
+    alias = item.alias.value if item.alias is not None else None
+    if all(rest) and rest[-1].lower() in _METADATA:
+        # Lenses reads any '_.' path ending in a metadata name as that field (so _.a.topic too)
+        return SelectField(spec, alias, cast(SelectSource, rest[-1].lower()), ())
+    if len(rest) >= 2 and rest[0].lower() == "key" and all(rest[1:]):
+        if rest[1:] == ["*"] and item.alias is not None:
+            raise _error(raw, item.alias, "You can't alias '*'.")
+        return SelectField(spec, alias, "key", tuple(rest[1:]))
+    if rest and rest[0].lower() == "key":
+        message = (
+            f"invalid {clause} field {spec!r}: '_.key' needs a key field after it; write "
+            "_.key.<field> or _.key.* (or _key for the whole key)"
+        )
+    else:
+        message = f"invalid {clause} field {spec!r}: {_UNDERSCORE_NEEDS}"
+    raise _error(raw, item.name, message)
+
+
 # --------------------------------------------------------------------------- PARTITIONBY
 
 
-def _segments(raw: RawStatement, entry: Name) -> list[str]:
-    """Split a PARTITIONBY entry on '.', keeping backtick (and quote) groups whole."""
+def _split(entry: Name) -> list[str]:
+    """Split a name on '.', keeping backtick (and quote) groups whole; empty segments are kept."""
     segments = [""]
     for tok in entry.tokens:
         if tok.type == "NAME":
@@ -246,9 +353,21 @@ def _segments(raw: RawStatement, entry: Name) -> list[str]:
             segments.extend(rest)
         else:
             segments[-1] += str(tok)[1:-1]
+    return segments
+
+
+def _segments(raw: RawStatement, entry: Name) -> list[str]:
+    """Split a PARTITIONBY entry on '.', keeping backtick (and quote) groups whole."""
+    segments = _split(entry)
     if any(not s for s in segments):
         raise _error(raw, entry, f"invalid PARTITIONBY entry {_spec(entry)!r}: a path segment is empty")
     return segments
+
+
+def _underscore_dot(entry: Name) -> bool:
+    """Whether ``entry`` starts with a bare ``_.`` (Lenses' SELECT syntax for the key and metadata)."""
+    first = entry.first
+    return first.type == "NAME" and str(first).startswith("_.")
 
 
 def _spec(entry: Name) -> str:
@@ -269,6 +388,24 @@ def _partitions(raw: RawStatement) -> list[PartitionField]:
     return out
 
 
+def _underscore_partition_message(spec: str, rest: list[str]) -> str:
+    # Lenses >= 4 reads PARTITIONBY _.x as a value field named '_' (2.x-3.x rejected it); it is
+    # almost always SELECT's _.key.x / _.topic written where PARTITIONBY wants _key.x / _topic.
+    head = rest[0].lower() if rest else ""
+    tail = ".".join(r for r in rest[1:] if r)
+    if head == "key":
+        better = "_key" + (f".{tail}" if tail else "")
+    elif head in ("topic", "partition") and not tail:
+        better = f"_{head}"
+    else:
+        better = "_key.<field>, _value.<field>, _header.<name>, _topic or _partition"
+    literal = ".".join(rest) if rest and all(rest) else "<field>"
+    return (
+        f"invalid PARTITIONBY entry {spec!r}: '_.' is SELECT syntax ({_UNDERSCORE_NEEDS}), not a "
+        f"PARTITIONBY source; write {better} (or `_`.{literal} for a value field named '_')"
+    )
+
+
 def _identity(field: PartitionField) -> tuple[str, tuple[str, ...]]:
     """What makes two PARTITIONBY entries the same directory level.
 
@@ -281,6 +418,8 @@ def _identity(field: PartitionField) -> tuple[str, tuple[str, ...]]:
 
 
 def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionField:
+    if _underscore_dot(entry):
+        raise _error(raw, entry, _underscore_partition_message(spec, _split(entry)[1:]))
     segments = _segments(raw, entry)
     # a _date pattern may contain '/' (it formats to nested directories; partitioners supports it)
     checked = segments[:1] if segments[0].lower() == "_date" else segments

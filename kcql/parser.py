@@ -163,6 +163,16 @@ def _only_tree(node: Tree) -> Tree:
     return child
 
 
+def _select_item(node: Tree) -> _semantics.RawField:
+    """``*``, or a name with an optional touching ``*`` (``f.*``) and an optional ``AS alias``."""
+    tokens = [t for t in node.children if isinstance(t, Token)]
+    star = next((t for t in tokens if t.type == "STAR"), None)
+    if node.data == "select_star":
+        return _semantics.RawField(None, star, None)
+    names = [_name(n) for n in node.children if isinstance(n, Tree)]
+    return _semantics.RawField(names[0], star, names[1] if len(names) > 1 else None)
+
+
 def _statement(node: Tree, text: str) -> SinkPlan:
     raw = _semantics.RawStatement(
         text=text,
@@ -178,15 +188,10 @@ def _statement(node: Tree, text: str) -> SinkPlan:
             raw.target = _name(subtrees[0])
         elif kind == "topic":
             raw.topic = _name(subtrees[0])
-        elif kind == "select_all":
-            raw.fields = []
-        elif kind == "select_fields":
-            raw.fields = []
-            for field in subtrees:
-                names = [_name(n) for n in field.children if isinstance(n, Tree)]
-                raw.fields.append((names[0], names[1] if len(names) > 1 else None))
+        elif kind == "select_list":
+            raw.fields = [_select_item(item) for item in subtrees]
         elif kind == "ignore":
-            raw.ignore = [_name(n) for n in subtrees]
+            raw.ignore = [_select_item(item) for item in subtrees]
         elif kind == "nopartition":
             raw.nopartition = True
         elif kind == "partitionby":
@@ -293,6 +298,8 @@ def _hint(tok: Token, expected: set[str], text: str) -> str:
     if tok.type == "STAR" and previous == "FROM":
         return "the all-topics wildcard must be backticked: FROM `*`"
     if tok.type in _NAME_TERMINALS:
+        if value.startswith(".") and text[: tok.start_pos or 0].endswith("*"):
+            return "a '*' ends a field path: f.* selects every field of f, * alone the whole value"
         if value.upper() == "WHERE":
             return "KCQL has no WHERE clause"
         for keyword in sorted(expected & set(_KEYWORDS), key=len, reverse=True):

@@ -142,6 +142,10 @@ def run_explain(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if number > 1:
             print(file=stream)
         print(f"statement {number} (line {plan.line}): {' '.join(plan.statement.split())}", file=stream)
+        select, ignore = kcql.explain_projection(plan)
+        print(f"  {'select:':14} {select}", file=stream)
+        if ignore:
+            print(f"  {'ignore:':14} {ignore}", file=stream)
         for key in kcql.EXPLAIN_KEYS:
             value = obj[key]
             shown = value if isinstance(value, str) else json.dumps(value)

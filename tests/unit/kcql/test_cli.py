@@ -43,3 +43,14 @@ def test_values_only_when_asked_for(tmp_path: Path, capsys: pytest.CaptureFixtur
     (obj,) = explain_json(tmp_path, text, capsys)
     assert obj["include_keys"] is False
     assert obj["example_key"] == "p/<name>/<title>/t(0_000000000000).json"
+
+
+def test_explain_text_shows_the_parsed_projection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = "INSERT INTO b SELECT f2 AS col2, *, f1, _key.*, _.key.a AS k, _.topic FROM t IGNORE f.secret"
+    assert cli.main(["kcql", "explain", write(tmp_path, text)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "  select:        value.f2 AS col2, value.*, value.f1, key.*, key.a AS k, topic"
+    assert out[2] == "  ignore:        f.secret"
+    assert cli.main(["kcql", "explain", write(tmp_path, "INSERT INTO b SELECT * FROM t")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "  select:        *" and not any(line.startswith("  ignore:") for line in out)
