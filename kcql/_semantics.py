@@ -204,9 +204,32 @@ def _target(raw: RawStatement, target: Name) -> tuple[str, str]:
             raw, target, f"invalid target {text!r}: the bucket name is empty; expected bucket[:prefix]"
         )
     if "/" in bucket:
-        raise _error(raw, target, f"invalid bucket {bucket!r}: a bucket name cannot contain '/'")
+        # Lenses: the bucket fails S3's DNS-name check at startup; here, at the '/' itself
+        line, column = _position_in(target, parts[0].index("/"))
+        raise KcqlSemanticError(
+            f"invalid bucket {bucket!r}: a bucket name cannot contain '/'; the target is "
+            "bucket[:prefix], and a prefix may be nested (bucket:prefix/sub)",
+            raw.text,
+            line,
+            column,
+        )
     prefix = parts[1].strip("/") if len(parts) == 2 else ""
     return bucket, prefix
+
+
+def _position_in(name: Name, index: int) -> tuple[int, int]:
+    """Line and column in the text of character ``index`` of ``name.value`` (quotes skipped)."""
+    for tok in name.tokens:
+        quoted = tok.type != "NAME"
+        piece = str(tok)[1:-1] if quoted else str(tok)
+        if index < len(piece):
+            before = str(tok)[: index + quoted]
+            line = (tok.line or 1) + before.count("\n")
+            if "\n" in before:
+                return line, len(before) - before.rfind("\n")
+            return line, (tok.column or 1) + len(before)
+        index -= len(piece)
+    return name.first.line or 1, name.first.column or 1  # pragma: no cover - index is inside name
 
 
 def _format(raw: RawStatement) -> StoreFormat:
