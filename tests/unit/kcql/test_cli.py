@@ -54,3 +54,32 @@ def test_explain_text_shows_the_parsed_projection(tmp_path: Path, capsys: pytest
     assert cli.main(["kcql", "explain", write(tmp_path, "INSERT INTO b SELECT * FROM t")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1] == "  select:        *" and not any(line.startswith("  ignore:") for line in out)
+
+
+SHADOWED = "INSERT INTO a SELECT * FROM t;\nINSERT INTO b:p SELECT * FROM u;\n\nINSERT INTO c SELECT * FROM t"
+WARNING = (
+    "kcql-sink kcql: warning: statement 3 (line 4) reads topic 't', but statement 1 (line 1) reads it "
+    "first; only the first matching statement applies (as in Lenses), so statement 3 is never used\n"
+)
+
+
+def test_check_warns_about_shadowed_statements_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["kcql", "check", write(tmp_path, SHADOWED)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "ok: 3 statement(s)\n"
+    assert err == WARNING
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []])
+def test_explain_warns_on_stderr_and_keeps_its_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], json_flag: list[str]
+) -> None:
+    assert cli.main(["kcql", "explain", *json_flag, write(tmp_path, SHADOWED)]) == 0
+    out, err = capsys.readouterr()
+    assert err == WARNING
+    if json_flag:
+        objects = json.loads(out)  # stdout is still exactly the documented JSON array
+        assert [o["source"] for o in objects] == ["t", "u", "t"]
+        assert all(list(o) == list(EXPLAIN_KEYS) for o in objects)
