@@ -83,6 +83,9 @@ KNOWN_PROPERTIES = (
 COMPRESSION_CODECS = CODEC_NAMES
 SCHEMA_COMPATIBILITIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
 _PADDING_TYPES = {"leftpad": "LeftPad", "rightpad": "RightPad", "noop": "NoOp"}
+_PADDING_LENGTH = "padding.length."
+_PADDING_LENGTH_VALUE = re.compile(r"[+-]?[0-9]{1,10}")  # what Java's Integer.parseInt reads
+_MAX_PADDING = 1024
 _SPECIAL = ("_key", "_value", "_header", "_topic", "_partition", "_date")
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -537,15 +540,36 @@ def _properties(raw: RawStatement) -> tuple[dict[str, str], dict[str, Name]]:
         _put(raw, props, where, key, text, value, f"{keyword.type}")
     for key_name, value in raw.properties:
         key = key_name.value.strip().lower()
-        if key not in KNOWN_PROPERTIES:
-            raise _error(
-                raw,
-                key_name,
-                f"unknown property {key!r}; known properties: {', '.join(KNOWN_PROPERTIES)}",
-                KNOWN_PROPERTIES,
-            )
+        if key not in KNOWN_PROPERTIES and not _padding_length_field(key):
+            raise _error(raw, key_name, _unknown_property(key), KNOWN_PROPERTIES)
         _put(raw, props, where, key, value.value, value, f"'{key}'")
     return props, where
+
+
+def _padding_length_field(key: str) -> str:
+    """``offset`` for ``padding.length.offset``: Lenses 5.x-11.x read every ``padding.length.<field>``
+    key into one map (``getOptionalMap(PaddingLength, ...)``); ``""`` when ``key`` is not one."""
+    return key.removeprefix(_PADDING_LENGTH) if key.startswith(_PADDING_LENGTH) else ""
+
+
+_MISPLACED_PROPERTIES = {
+    "padding.length": (
+        "padding.length needs a field: 'padding.length.offset'=n or 'padding.length.partition'=n "
+        "(Lenses reads only padding.length.<field> keys and silently ignores a bare padding.length; "
+        "the connector-wide setting is connect.s3.padding.length)"
+    ),
+    "skip.null.values": (
+        "skip.null.values is not a KCQL property (Lenses 8.1.28+ reads it only from the connector "
+        "config and ignores it in PROPERTIES, so tombstones would still be written); set "
+        "connect.s3.skip.null.values=true in the connector config"
+    ),
+}
+
+
+def _unknown_property(key: str) -> str:
+    return _MISPLACED_PROPERTIES.get(key) or (
+        f"unknown property {key!r}; known properties: {', '.join(KNOWN_PROPERTIES)}"
+    )
 
 
 def _put(
@@ -671,8 +695,12 @@ def _include_keys(
 def _envelope(
     raw: RawStatement, props: dict[str, str], where: dict[str, Name], fmt: StoreFormat
 ) -> EnvelopeFields | None:
+    # Lenses (DataStorageSettings.from): every flag must be exactly true/false, but the flags are
+    # combined (all four or none, at least one true) only when the envelope is on; then the format.
     on = _bool(raw, props, where, "store.envelope", exact=True)
     flags = {k: _bool(raw, props, where, k, exact=True) for k in ENVELOPE_FIELD_KEYS}
+    if not on:
+        return None
     given = [k for k, v in flags.items() if v is not None]
     if given and len(given) != len(ENVELOPE_FIELD_KEYS):
         missing = [k for k in ENVELOPE_FIELD_KEYS if k not in given]
@@ -684,8 +712,6 @@ def _envelope(
         )
     if given and not any(flags.values()):
         raise _error(raw, where[given[0]], "at least one of store.envelope.fields.* must be true")
-    if not on:
-        return None
     if not fmt.supports_envelope:
         raise _error(raw, where["store.envelope"], f"Envelope is not supported for format {fmt.value}.")
     if not given:
@@ -713,14 +739,26 @@ def _padding(raw: RawStatement, props: dict[str, str], where: dict[str, Name]) -
     char = props.get("padding.char", "0")
     if len(char) != 1:
         raise _error(raw, where["padding.char"], f"padding.char must be exactly one character, not {char!r}")
+    # Lenses 5.x-11.x (PaddingService): every padding.length.<field> goes into one map, read with
+    # String.toInt (no trimming; a malformed number fails the connector). When the map is not empty
+    # it replaces the default {offset: 12}: only the listed fields are padded, and only offset and
+    # partition are ever asked for, so padding.length.topic=3 alone just stops offset padding.
     lengths: dict[str, int | None] = {}
-    for name in ("offset", "partition"):
-        key = f"padding.length.{name}"
-        if key in props:
-            text = props[key].strip()
-            if not _DIGITS.fullmatch(text):
-                raise _error(raw, where[key], f"{key} must be a whole number >= 0, not {props[key]!r}")
-            lengths[name] = int(text)
-    if lengths:  # Lenses: when any length is listed, only the listed fields are padded
+    for key, text in props.items():
+        name = _padding_length_field(key)
+        if not name:
+            continue
+        if not _PADDING_LENGTH_VALUE.fullmatch(text):
+            raise _error(raw, where[key], f"{key} must be a whole number, not {text!r}")
+        length = int(text)
+        if length > _MAX_PADDING:
+            raise _error(
+                raw,
+                where[key],
+                f"{key} must be at most {_MAX_PADDING} (an S3 object key is at most 1024 bytes), "
+                f"not {length}",
+            )
+        lengths[name] = length if length > 0 else None  # a length <= 0 pads nothing (padTo)
+    if lengths:
         return Padding(ptype, char, lengths.get("offset"), lengths.get("partition"))
     return Padding(ptype, char)

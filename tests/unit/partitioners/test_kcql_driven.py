@@ -109,6 +109,20 @@ CASES = [
         "json",
         "streamReactorBackups/2010/04/02/myTopic(1_000000000000).json",
     ),
+    (  # Lenses PaddingService: any padding.length.<field> replaces the default {offset: 12}
+        SRC + " PROPERTIES('padding.length.topic'=3)",
+        record({"a": 1}, offset=3),
+        {"last": 3},
+        "json",
+        "streamReactorBackups/myTopic/1/3_0_0.json",
+    ),
+    (
+        SRC + " PARTITIONBY _key PROPERTIES('padding.length.offset'=-1, 'padding.length.partition'='+3')",
+        record({"a": 1}, key="k", offset=7),
+        {"last": 7},
+        "json",
+        "streamReactorBackups/key=k/myTopic(001_7).json",
+    ),
     (
         SRC + " PROPERTIES('key.suffix'='-dc1')",
         record({"a": 1}, offset=3),
