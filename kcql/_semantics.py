@@ -494,7 +494,15 @@ def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionFiel
             "cannot partition by Date partition field without format: write _date.<pattern>, "
             "e.g. _date.uuuu or _date.`uuuu-MM-dd`",
         )
-    pattern = ".".join(rest)
+    if len(rest) > 1:
+        # Lenses (PartitionField): the path after _date must be one segment
+        raise _error(
+            raw,
+            entry,
+            f"only one format should be provided for date: {spec!r} splits into {len(rest)} formats "
+            f"at '.'; keep a pattern with '.' in one piece with backticks: _date.`{'.'.join(rest)}`",
+        )
+    pattern = rest[0]
     _check_date_pattern(raw, entry, pattern)
     return PartitionField(spec, "date", (pattern,))
 
