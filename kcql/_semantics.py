@@ -334,7 +334,9 @@ def _select_field(raw: RawStatement, item: RawField, clause: str) -> SelectField
         return _underscore_field(raw, item, spec, segments[1:], clause)
     if any(not s for s in segments):
         raise _error(raw, entry, f"invalid {clause} field {spec!r}: a path segment is empty")
-    head = "" if entry.first.type != "NAME" or str(entry.first).split(".")[0] != segments[0] else segments[0]
+    # as in PARTITIONBY, a quoted first segment (`_key`.a) is a value field, not a special source
+    bare_head = entry.first.type == "NAME" and str(entry.first).split(".")[0] == segments[0]
+    head = segments[0] if bare_head else ""
     source: SelectSource = "value"
     path = tuple(segments)
     if head.lower() in ("_key", "_value", "_header"):
