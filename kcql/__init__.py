@@ -11,9 +11,10 @@ README.md.
 from __future__ import annotations
 
 from kcql.errors import KcqlError, KcqlSemanticError, KcqlSyntaxError
-from kcql.explain import EXPLAIN_KEYS, explain_dict
+from kcql.explain import EXPLAIN_KEYS, explain_dict, explain_projection
 from kcql.model import PartitionField, SinkPlan, StoreFormat
 from kcql.parser import parse, parse_one
+from kcql.routing import Shadowing, plan_for_topic, shadowed
 
 __all__ = [
     "EXPLAIN_KEYS",
@@ -21,9 +22,13 @@ __all__ = [
     "KcqlSemanticError",
     "KcqlSyntaxError",
     "PartitionField",
+    "Shadowing",
     "SinkPlan",
     "StoreFormat",
     "explain_dict",
+    "explain_projection",
     "parse",
     "parse_one",
+    "plan_for_topic",
+    "shadowed",
 ]

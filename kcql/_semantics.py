@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from lark import Token
 
+from kcql.codecs import CODEC_NAMES, CodecError, check_codec
+from kcql.dates import DatePatternError, validate_date_pattern
 from kcql.errors import KcqlSemanticError
 from kcql.model import (
     DEFAULT_FLUSH_COUNT,
@@ -26,6 +28,7 @@ from kcql.model import (
     Padding,
     PartitionField,
     SelectField,
+    SelectSource,
     SinkPlan,
     StoreFormat,
 )
@@ -38,6 +41,7 @@ __all__ = [
     "KNOWN_PROPERTIES",
     "LEGACY_KEYWORDS",
     "SCHEMA_COMPATIBILITIES",
+    "RawField",
     "RawStatement",
     "compile_statement",
 ]
@@ -76,22 +80,23 @@ KNOWN_PROPERTIES = (
 )
 """Every PROPERTIES key the sink understands (Lenses' plus our extensions), lower case."""
 
-COMPRESSION_CODECS = (
-    "UNCOMPRESSED",
-    "GZIP",
-    "SNAPPY",
-    "ZSTD",
-    "LZ4",
-    "BROTLI",
-    "BZIP2",
-    "XZ",
-    "DEFLATE",
-    "LZO",
-)
+COMPRESSION_CODECS = CODEC_NAMES
 SCHEMA_COMPATIBILITIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
 _PADDING_TYPES = {"leftpad": "LeftPad", "rightpad": "RightPad", "noop": "NoOp"}
+_PADDING_LENGTH = "padding.length."
+_PADDING_LENGTH_VALUE = re.compile(r"[+-]?[0-9]{1,10}")  # what Java's Integer.parseInt reads
+_MAX_PADDING = 1024
 _SPECIAL = ("_key", "_value", "_header", "_topic", "_partition", "_date")
 _DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class RawField:
+    """One SELECT or IGNORE item as written: ``*`` (no name), ``name``, ``name.*``, ``... AS alias``."""
+
+    name: Name | None
+    star: Token | None
+    alias: Name | None
 
 
 @dataclass
@@ -103,8 +108,8 @@ class RawStatement:
     line: int
     target: Name | None = None
     topic: Name | None = None
-    fields: list[tuple[Name, Name | None]] = field(default_factory=list)
-    ignore: list[Name] = field(default_factory=list)
+    fields: list[RawField] = field(default_factory=list)
+    ignore: list[RawField] = field(default_factory=list)
     nopartition: bool = False
     partitions: list[Name] = field(default_factory=list)
     storeas: Name | None = None
@@ -175,8 +180,8 @@ def compile_statement(raw: RawStatement) -> SinkPlan:
             Literal["NONE", "BACKWARD", "FORWARD", "FULL"],
             _upper_choice(raw, props, given, "schema.compatibility", SCHEMA_COMPATIBILITIES) or "NONE",
         ),
-        fields=tuple(SelectField(n.value, a.value if a else None) for n, a in raw.fields),
-        ignore=tuple(n.value for n in raw.ignore),
+        fields=_select(raw),
+        ignore=tuple(_select_field(raw, item, "IGNORE").name for item in raw.ignore),
         limit=limit,
         properties=tuple(props.items()),
         statement=raw.statement,
@@ -202,9 +207,32 @@ def _target(raw: RawStatement, target: Name) -> tuple[str, str]:
             raw, target, f"invalid target {text!r}: the bucket name is empty; expected bucket[:prefix]"
         )
     if "/" in bucket:
-        raise _error(raw, target, f"invalid bucket {bucket!r}: a bucket name cannot contain '/'")
+        # Lenses: the bucket fails S3's DNS-name check at startup; here, at the '/' itself
+        line, column = _position_in(target, parts[0].index("/"))
+        raise KcqlSemanticError(
+            f"invalid bucket {bucket!r}: a bucket name cannot contain '/'; the target is "
+            "bucket[:prefix], and a prefix may be nested (bucket:prefix/sub)",
+            raw.text,
+            line,
+            column,
+        )
     prefix = parts[1].strip("/") if len(parts) == 2 else ""
     return bucket, prefix
+
+
+def _position_in(name: Name, index: int) -> tuple[int, int]:
+    """Line and column in the text of character ``index`` of ``name.value`` (quotes skipped)."""
+    for tok in name.tokens:
+        quoted = tok.type != "NAME"
+        piece = str(tok)[1:-1] if quoted else str(tok)
+        if index < len(piece):
+            before = str(tok)[: index + quoted]
+            line = (tok.line or 1) + before.count("\n")
+            if "\n" in before:
+                return line, len(before) - before.rfind("\n")
+            return line, (tok.column or 1) + len(before)
+        index -= len(piece)
+    return name.first.line or 1, name.first.column or 1  # pragma: no cover - index is inside name
 
 
 def _format(raw: RawStatement) -> StoreFormat:
@@ -231,26 +259,120 @@ def _format(raw: RawStatement) -> StoreFormat:
 def _check_codec(
     raw: RawStatement, where: dict[str, Name], fmt: StoreFormat, codec: str | None, level: int | None
 ) -> None:
-    # The formats package owns which codec each format can write; ask it so that `kcql check`
-    # catches 'compression.codec'='SNAPPY' on CSV before a worker starts. Imported only when a
-    # codec is given: formats loads pyarrow and fastavro.
-    from formats.base import FormatError
-    from formats.codecs import check_codec
-
+    # kcql.codecs owns which codec each format can write (formats reads the same table), so that
+    # `kcql check` catches 'compression.codec'='SNAPPY' on CSV before a worker starts.
     try:
         check_codec(fmt, codec, level)
-    except FormatError as exc:
+    except CodecError as exc:
         at = where["compression.codec"] if codec is not None else where["compression.level"]
         if codec is not None and level is not None and "level" in str(exc):
             at = where["compression.level"]
         raise _error(raw, at, str(exc)) from None
 
 
+# --------------------------------------------------------------------------- SELECT, IGNORE
+
+_METADATA: tuple[SelectSource, ...] = ("topic", "partition", "offset", "timestamp")
+_UNDERSCORE_NEEDS = "'_' needs to be followed by: key,topic,partition,timestamp,offset"
+
+
+def _select(raw: RawStatement) -> tuple[SelectField, ...]:
+    """The SELECT list as Lenses' parser reads it; ``()`` for a plain ``SELECT *``."""
+    fields = [_select_field(raw, item, "SELECT") for item in raw.fields]
+    seen: set[tuple[str, str]] = set()
+    for item, selected in zip(raw.fields, fields, strict=True):
+        identity = _top_level(item, selected)
+        if identity is None:
+            continue
+        if identity in seen:
+            # Lenses (Kcql.addField): a top-level field, '*' or metadata field listed twice
+            at = item.name if item.name is not None else item.star
+            assert at is not None  # noqa: S101 - an item is a name, a '*' or both
+            shown = selected.source if selected.source in _METADATA else identity[1]
+            raise _error(raw, at, f"Field {shown} has already been defined")
+        seen.add(identity)
+    if len(fields) == 1 and raw.fields[0].name is None:
+        return ()
+    return tuple(fields)
+
+
+def _top_level(item: RawField, selected: SelectField) -> tuple[str, str] | None:
+    """What Lenses compares to find a field listed twice: fields without parents (and metadata).
+
+    (Its check never matches fields with parents, so ``a.b, a.b`` passes there, and here.)
+    """
+    if selected.source in _METADATA:
+        return (selected.source, "")
+    if item.name is None:
+        return ("value", "*")
+    if item.star is None and len(_split(item.name)) == 1:
+        return ("value", selected.name)
+    return None
+
+
+def _select_field(raw: RawStatement, item: RawField, clause: str) -> SelectField:
+    """One SELECT/IGNORE item, checked as Lenses' ``Field.from`` checks it."""
+    if item.name is None:
+        return SelectField("*", None, "value", ("*",))
+    entry = item.name
+    spec = _spec(entry)
+    segments = _split(entry)
+    alias = item.alias.value if item.alias is not None else None
+    if item.star is not None:
+        last = entry.tokens[-1]
+        if last.type != "NAME" or not str(last).endswith(".") or item.star.start_pos != last.end_pos:
+            base = spec.rstrip(".") or "f"
+            raise _error(
+                raw,
+                item.star,
+                f"'*' after a field selects all its fields and is written {base}.* (no spaces); "
+                f"'*' alone selects the whole value",
+            )
+        segments[-1] = "*"  # "f." split into ["f", ""]
+        spec += "*"
+    if _underscore_dot(entry):
+        return _underscore_field(raw, item, spec, segments[1:], clause)
+    if any(not s for s in segments):
+        raise _error(raw, entry, f"invalid {clause} field {spec!r}: a path segment is empty")
+    # as in PARTITIONBY, a quoted first segment (`_key`.a) is a value field, not a special source
+    bare_head = entry.first.type == "NAME" and str(entry.first).split(".")[0] == segments[0]
+    head = segments[0] if bare_head else ""
+    source: SelectSource = "value"
+    path = tuple(segments)
+    if head.lower() in ("_key", "_value", "_header"):
+        source = cast(SelectSource, head.lower()[1:])
+        path = tuple(segments[1:])
+    return SelectField(spec, alias, source, path)
+
+
+def _underscore_field(
+    raw: RawStatement, item: RawField, spec: str, rest: list[str], clause: str
+) -> SelectField:
+    """``_.topic`` and friends, ``_.key.<path>``: Lenses' ``Field.from`` rules, and its errors."""
+    assert item.name is not None  # noqa: S101 - only named items start with '_.'
+    alias = item.alias.value if item.alias is not None else None
+    if all(rest) and rest[-1].lower() in _METADATA:
+        # Lenses reads any '_.' path ending in a metadata name as that field (so _.a.topic too)
+        return SelectField(spec, alias, cast(SelectSource, rest[-1].lower()), ())
+    if len(rest) >= 2 and rest[0].lower() == "key" and all(rest[1:]):
+        if rest[1:] == ["*"] and item.alias is not None:
+            raise _error(raw, item.alias, "You can't alias '*'.")
+        return SelectField(spec, alias, "key", tuple(rest[1:]))
+    if rest and rest[0].lower() == "key":
+        message = (
+            f"invalid {clause} field {spec!r}: '_.key' needs a key field after it; write "
+            "_.key.<field> or _.key.* (or _key for the whole key)"
+        )
+    else:
+        message = f"invalid {clause} field {spec!r}: {_UNDERSCORE_NEEDS}"
+    raise _error(raw, item.name, message)
+
+
 # --------------------------------------------------------------------------- PARTITIONBY
 
 
-def _segments(raw: RawStatement, entry: Name) -> list[str]:
-    """Split a PARTITIONBY entry on '.', keeping backtick (and quote) groups whole."""
+def _split(entry: Name) -> list[str]:
+    """Split a name on '.', keeping backtick (and quote) groups whole; empty segments are kept."""
     segments = [""]
     for tok in entry.tokens:
         if tok.type == "NAME":
@@ -259,9 +381,21 @@ def _segments(raw: RawStatement, entry: Name) -> list[str]:
             segments.extend(rest)
         else:
             segments[-1] += str(tok)[1:-1]
+    return segments
+
+
+def _segments(raw: RawStatement, entry: Name) -> list[str]:
+    """Split a PARTITIONBY entry on '.', keeping backtick (and quote) groups whole."""
+    segments = _split(entry)
     if any(not s for s in segments):
         raise _error(raw, entry, f"invalid PARTITIONBY entry {_spec(entry)!r}: a path segment is empty")
     return segments
+
+
+def _underscore_dot(entry: Name) -> bool:
+    """Whether ``entry`` starts with a bare ``_.`` (Lenses' SELECT syntax for the key and metadata)."""
+    first = entry.first
+    return first.type == "NAME" and str(first).startswith("_.")
 
 
 def _spec(entry: Name) -> str:
@@ -282,6 +416,24 @@ def _partitions(raw: RawStatement) -> list[PartitionField]:
     return out
 
 
+def _underscore_partition_message(spec: str, rest: list[str]) -> str:
+    # Lenses >= 4 reads PARTITIONBY _.x as a value field named '_' (2.x-3.x rejected it); it is
+    # almost always SELECT's _.key.x / _.topic written where PARTITIONBY wants _key.x / _topic.
+    head = rest[0].lower() if rest else ""
+    tail = ".".join(r for r in rest[1:] if r)
+    if head == "key":
+        better = "_key" + (f".{tail}" if tail else "")
+    elif head in ("topic", "partition") and not tail:
+        better = f"_{head}"
+    else:
+        better = "_key.<field>, _value.<field>, _header.<name>, _topic or _partition"
+    literal = ".".join(rest) if rest and all(rest) else "<field>"
+    return (
+        f"invalid PARTITIONBY entry {spec!r}: '_.' is SELECT syntax ({_UNDERSCORE_NEEDS}), not a "
+        f"PARTITIONBY source; write {better} (or `_`.{literal} for a value field named '_')"
+    )
+
+
 def _identity(field: PartitionField) -> tuple[str, tuple[str, ...]]:
     """What makes two PARTITIONBY entries the same directory level.
 
@@ -294,6 +446,8 @@ def _identity(field: PartitionField) -> tuple[str, tuple[str, ...]]:
 
 
 def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionField:
+    if _underscore_dot(entry):
+        raise _error(raw, entry, _underscore_partition_message(spec, _split(entry)[1:]))
     segments = _segments(raw, entry)
     # a _date pattern may contain '/' (it formats to nested directories; partitioners supports it)
     checked = segments[:1] if segments[0].lower() == "_date" else segments
@@ -342,16 +496,21 @@ def _partition_field(raw: RawStatement, entry: Name, spec: str) -> PartitionFiel
             "cannot partition by Date partition field without format: write _date.<pattern>, "
             "e.g. _date.uuuu or _date.`uuuu-MM-dd`",
         )
-    pattern = ".".join(rest)
+    if len(rest) > 1:
+        # Lenses (PartitionField): the path after _date must be one segment
+        raise _error(
+            raw,
+            entry,
+            f"only one format should be provided for date: {spec!r} splits into {len(rest)} formats "
+            f"at '.'; keep a pattern with '.' in one piece with backticks: _date.`{'.'.join(rest)}`",
+        )
+    pattern = rest[0]
     _check_date_pattern(raw, entry, pattern)
     return PartitionField(spec, "date", (pattern,))
 
 
 def _check_date_pattern(raw: RawStatement, entry: Name, pattern: str) -> None:
-    # The partitioner formats exactly the set its validator accepts; ask it, so the compiler never
-    # accepts a pattern the sink would fail on. Imported here: partitioners depend on kcql.model.
-    from partitioners.dates import DatePatternError, validate_date_pattern
-
+    # partitioners.dates formats exactly what kcql.dates accepts, so a compiled plan never fails there
     try:
         validate_date_pattern(pattern)
     except DatePatternError as exc:
@@ -391,15 +550,36 @@ def _properties(raw: RawStatement) -> tuple[dict[str, str], dict[str, Name]]:
         _put(raw, props, where, key, text, value, f"{keyword.type}")
     for key_name, value in raw.properties:
         key = key_name.value.strip().lower()
-        if key not in KNOWN_PROPERTIES:
-            raise _error(
-                raw,
-                key_name,
-                f"unknown property {key!r}; known properties: {', '.join(KNOWN_PROPERTIES)}",
-                KNOWN_PROPERTIES,
-            )
+        if key not in KNOWN_PROPERTIES and not _padding_length_field(key):
+            raise _error(raw, key_name, _unknown_property(key), KNOWN_PROPERTIES)
         _put(raw, props, where, key, value.value, value, f"'{key}'")
     return props, where
+
+
+def _padding_length_field(key: str) -> str:
+    """``offset`` for ``padding.length.offset``: Lenses 5.x-11.x read every ``padding.length.<field>``
+    key into one map (``getOptionalMap(PaddingLength, ...)``); ``""`` when ``key`` is not one."""
+    return key.removeprefix(_PADDING_LENGTH) if key.startswith(_PADDING_LENGTH) else ""
+
+
+_MISPLACED_PROPERTIES = {
+    "padding.length": (
+        "padding.length needs a field: 'padding.length.offset'=n or 'padding.length.partition'=n "
+        "(Lenses reads only padding.length.<field> keys and silently ignores a bare padding.length; "
+        "the connector-wide setting is connect.s3.padding.length)"
+    ),
+    "skip.null.values": (
+        "skip.null.values is not a KCQL property (Lenses 8.1.28+ reads it only from the connector "
+        "config and ignores it in PROPERTIES, so tombstones would still be written); set "
+        "connect.s3.skip.null.values=true in the connector config"
+    ),
+}
+
+
+def _unknown_property(key: str) -> str:
+    return _MISPLACED_PROPERTIES.get(key) or (
+        f"unknown property {key!r}; known properties: {', '.join(KNOWN_PROPERTIES)}"
+    )
 
 
 def _put(
@@ -501,24 +681,36 @@ def _include_keys(
     where: dict[str, Name],
     partition_by: tuple[PartitionField, ...] | None,
 ) -> bool:
+    """``name=value`` (KeysAndValues) or value-only directories.
+
+    With PARTITIONBY and nothing choosing, every Lenses S3 sink from 2.1 to 11.x uses KeysAndValues,
+    in both dialects: ``Option(kcql.getWithPartitioner).fold(KeysAndValues)`` (2.1-4.x
+    ``PartitionDisplay``), ``PartitionDisplay(kcql, props, KeysAndValues)`` (5.x-6.x) and
+    ``PartitionDisplay(props, KeysAndValues)`` (7.x-11.x) in ``PartitionSelection``; their tests
+    expect ``name=first/title=primary/`` for ``PARTITIONBY name,title WITH_FLUSH_COUNT = 2``. The
+    Lenses article's "Values only [default]" is wrong.
+    """
     explicit = _bool(raw, props, where, "partition.include.keys")
     legacy_only = not any(k.value.strip().lower() == "partition.include.keys" for k, _ in raw.properties)
     if explicit is not None and legacy_only and not partition_by:
-        # <= 6.x: WITHPARTITIONER only shaped PARTITIONBY directories; the default layout stayed
-        # topic/partition. Only the 5+ property switches the default layout to name=value.
+        # Lenses 2.x-4.x: WITHPARTITIONER only shaped PARTITIONBY directories; the default layout
+        # stayed topic/partition. (5.x-6.x applied it to the default layout too; only the property
+        # switches it here, see README.)
         return False
     if explicit is not None:
         return explicit
-    # Lenses 5+ (PROPERTIES dialect): true with PARTITIONBY. The seed (<= 6.x, no PROPERTIES):
-    # Values, i.e. keys not in the path.
-    return bool(partition_by) and raw.has_properties
+    return bool(partition_by)
 
 
 def _envelope(
     raw: RawStatement, props: dict[str, str], where: dict[str, Name], fmt: StoreFormat
 ) -> EnvelopeFields | None:
+    # Lenses (DataStorageSettings.from): every flag must be exactly true/false, but the flags are
+    # combined (all four or none, at least one true) only when the envelope is on; then the format.
     on = _bool(raw, props, where, "store.envelope", exact=True)
     flags = {k: _bool(raw, props, where, k, exact=True) for k in ENVELOPE_FIELD_KEYS}
+    if not on:
+        return None
     given = [k for k, v in flags.items() if v is not None]
     if given and len(given) != len(ENVELOPE_FIELD_KEYS):
         missing = [k for k in ENVELOPE_FIELD_KEYS if k not in given]
@@ -530,8 +722,6 @@ def _envelope(
         )
     if given and not any(flags.values()):
         raise _error(raw, where[given[0]], "at least one of store.envelope.fields.* must be true")
-    if not on:
-        return None
     if not fmt.supports_envelope:
         raise _error(raw, where["store.envelope"], f"Envelope is not supported for format {fmt.value}.")
     if not given:
@@ -559,14 +749,26 @@ def _padding(raw: RawStatement, props: dict[str, str], where: dict[str, Name]) -
     char = props.get("padding.char", "0")
     if len(char) != 1:
         raise _error(raw, where["padding.char"], f"padding.char must be exactly one character, not {char!r}")
+    # Lenses 5.x-11.x (PaddingService): every padding.length.<field> goes into one map, read with
+    # String.toInt (no trimming; a malformed number fails the connector). When the map is not empty
+    # it replaces the default {offset: 12}: only the listed fields are padded, and only offset and
+    # partition are ever asked for, so padding.length.topic=3 alone just stops offset padding.
     lengths: dict[str, int | None] = {}
-    for name in ("offset", "partition"):
-        key = f"padding.length.{name}"
-        if key in props:
-            text = props[key].strip()
-            if not _DIGITS.fullmatch(text):
-                raise _error(raw, where[key], f"{key} must be a whole number >= 0, not {props[key]!r}")
-            lengths[name] = int(text)
-    if lengths:  # Lenses: when any length is listed, only the listed fields are padded
+    for key, text in props.items():
+        name = _padding_length_field(key)
+        if not name:
+            continue
+        if not _PADDING_LENGTH_VALUE.fullmatch(text):
+            raise _error(raw, where[key], f"{key} must be a whole number, not {text!r}")
+        length = int(text)
+        if length > _MAX_PADDING:
+            raise _error(
+                raw,
+                where[key],
+                f"{key} must be at most {_MAX_PADDING} (an S3 object key is at most 1024 bytes), "
+                f"not {length}",
+            )
+        lengths[name] = length if length > 0 else None  # a length <= 0 pads nothing (padTo)
+    if lengths:
         return Padding(ptype, char, lengths.get("offset"), lengths.get("partition"))
     return Padding(ptype, char)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcql.model import SinkPlan
+from kcql.model import SelectField, SinkPlan
 
-__all__ = ["EXPLAIN_KEYS", "explain_dict"]
+__all__ = ["EXPLAIN_KEYS", "explain_dict", "explain_projection"]
 
 EXPLAIN_KEYS = (
     "source",
@@ -41,3 +41,19 @@ def explain_dict(plan: SinkPlan) -> dict[str, Any]:
         "envelope": plan.envelope is not None,
         "properties": dict(plan.properties),
     }
+
+
+def explain_projection(plan: SinkPlan) -> tuple[str, str]:
+    """The SELECT and IGNORE lists as parsed, for ``kcql explain``'s text view.
+
+    Each entry reads ``<source>[.<path>][ AS alias]`` (``value.*``, ``key.a AS k``, ``topic``), so
+    the user sees how ``_.key.a`` or ``f.*`` was understood. A plain ``SELECT *`` is ``*``; no
+    IGNORE is ``""``. (Parsed and kept; like Lenses' S3 sink, kcql-sink writes the whole value.)
+    """
+    select = ", ".join(_entry(f) for f in plan.fields) if plan.fields else "*"
+    return select, ", ".join(plan.ignore)
+
+
+def _entry(field: SelectField) -> str:
+    text = ".".join((field.source, *field.path))
+    return f"{text} AS {field.alias}" if field.alias is not None else text

@@ -23,6 +23,7 @@ __all__ = [
     "PartitionField",
     "PartitionKind",
     "SelectField",
+    "SelectSource",
     "SinkPlan",
     "StoreFormat",
 ]
@@ -96,13 +97,37 @@ class PartitionField:
         return ".".join(self.path)
 
 
+SelectSource = Literal["value", "key", "header", "topic", "partition", "offset", "timestamp"]
+
+
 @dataclass(frozen=True, slots=True)
 class SelectField:
-    """One entry of the SELECT list. Parsed and kept; ``*`` is represented by an empty list."""
+    """One entry of the SELECT (or IGNORE) list: the projection, parsed and kept.
+
+    Lenses' S3 sink parses the projection and writes the whole value anyway; so does kcql-sink
+    today (applying it is a later feature). ``SinkPlan.fields`` is empty for a plain ``SELECT *``;
+    a ``*`` mixed with fields is kept as an entry of its own.
+
+    Examples (``name`` → ``source``, ``path``): ``*`` → value, ("*",); ``a.b`` and ``_value.a.b``
+    → value, ("a", "b"); ``f.*`` → value, ("f", "*"); ``_key`` → key, (); ``_key.a`` and
+    ``_.key.a`` → key, ("a",); ``_key.*`` and ``_.key.*`` → key, ("*",); ``_header.h`` → header,
+    ("h",); ``_.topic``, ``_.partition``, ``_.offset``, ``_.timestamp`` → that source, ().
+    """
 
     name: str
-    """Dotted path as written, backticks removed."""
+    """The entry as written, backticks removed (``f.*``, ``_.key.a``)."""
     alias: str | None = None
+    """``AS alias``; Lenses accepts one on a path ending in ``.*`` (except ``_.key.*``) too."""
+    source: SelectSource = "value"
+    """Which part of the record the entry reads."""
+    path: tuple[str, ...] = ()
+    """Path inside the source; ``()`` is the whole key, value or header set (or the metadata
+    field itself); a final ``"*"`` means every field at that level."""
+
+    @property
+    def is_wildcard(self) -> bool:
+        """True for ``*``, ``f.*``, ``_key.*``: every field at one level."""
+        return self.path[-1:] == ("*",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,9 +208,9 @@ class SinkPlan:
     schema_compatibility: Literal["NONE", "BACKWARD", "FORWARD", "FULL"] = "NONE"
     """Confluent-style schema evolution: NONE rolls a new file on any schema change."""
     fields: tuple[SelectField, ...] = ()
-    """SELECT list; empty means ``*``. Kept for projection, not applied by Lenses."""
+    """SELECT list; empty means a plain ``SELECT *``. Kept for projection, not applied (nor by Lenses)."""
     ignore: tuple[str, ...] = ()
-    """IGNORE list, parsed and kept."""
+    """IGNORE list as written (``a.b``, ``f.*``), parsed and kept, not applied (nor by Lenses)."""
     limit: int | None = None
     """LIMIT n, parsed and kept."""
     properties: tuple[tuple[str, str], ...] = ()

@@ -23,7 +23,71 @@ from kcql import _semantics
 from kcql.errors import KcqlSyntaxError
 from kcql.model import SinkPlan
 
-__all__ = ["parse", "parse_one"]
+__all__ = ["OTHER_CONNECTOR_KEYWORDS", "parse", "parse_one"]
+
+OTHER_CONNECTOR_KEYWORDS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "UPSERT",
+            "AUTOCREATE",
+            "AUTOEVOLVE",
+            "BATCH",
+            "PK",
+            "WITHTIMESTAMP",
+            "SYS_TIME",
+            "TIMESTAMPUNIT",
+            "WITHTAG",
+            "WITHKEY",
+            "KEYDELIMITER",
+            "WITHSTRUCTURE",
+            "WITHTYPE",
+            "WITHFORMAT",
+            "WITHUNWRAP",
+            "INCREMENTALMODE",
+            "WITHDOCTYPE",
+            "WITHINDEXSUFFIX",
+            "WITHCONVERTER",
+            "WITHJMSSELECTOR",
+            "WITHTARGET",
+            "WITHSUBSCRIPTION",
+            "WITHPIPELINE",
+            "WITHREGEX",
+            "TTL",
+        ),
+        "current",
+    ),
+    **dict.fromkeys(
+        (
+            "UPDATE",
+            "CAPITALIZE",
+            "INITIALIZE",
+            "PROJECTTO",
+            "DISTRIBUTEBY",
+            "CLUSTERBY",
+            "BUCKETS",
+            "WITHGROUP",
+            "WITHOFFSET",
+            "SAMPLE",
+            "EVERY",
+            "WITHCOMPRESSION",
+            "WITHDELAY",
+            "WITH_SCHEMA_EVOLUTION",
+            "WITH_TABLE_LOCATION",
+            "WITH_OVERWRITE",
+            "WITH_PARTITIONING",
+            "WITH_SESSION",
+            "WITH_ACK",
+            "WITH_ENCODE_BASE64",
+            "WITH_LOCK_TIME",
+        ),
+        "legacy",
+    ),
+}
+"""Keywords of Lenses' KCQL lexer that belong to other connectors (JDBC, Cassandra, Elastic, MQTT,
+JMS, ...), never to an S3 sink: ``current`` ones are in ``ConnectorLexer.g4`` of 11.x, ``legacy``
+ones only in the <= 6.x grammar (removed by stream-reactor #1040 and later). Lenses' parser accepts
+them and its S3 sink ignores them silently; kcql-sink rejects them, positioned at the keyword, so a
+statement copied from another connector does not silently lose its meaning."""
 
 _KEYWORDS = (
     "INSERT",
@@ -73,10 +137,17 @@ class _GluePieces:
                 and tok.type in _FIRST_PIECES
                 and previous.type in _NAME_TERMINALS
                 and tok.start_pos == previous.end_pos
+                # like our own keywords, another connector's keyword right after a closing quote
+                # is that keyword (`AVRO`BATCH=5), so it gets its own error
+                and not (previous.type not in ("NAME", "GNAME") and _other_keyword(tok))
             ):
                 tok.type = "G" + tok.type
             previous = tok
             yield tok
+
+
+def _other_keyword(tok: Token) -> bool:
+    return str(tok).upper() in OTHER_CONNECTOR_KEYWORDS
 
 
 @functools.cache
@@ -163,6 +234,16 @@ def _only_tree(node: Tree) -> Tree:
     return child
 
 
+def _select_item(node: Tree) -> _semantics.RawField:
+    """``*``, or a name with an optional touching ``*`` (``f.*``) and an optional ``AS alias``."""
+    tokens = [t for t in node.children if isinstance(t, Token)]
+    star = next((t for t in tokens if t.type == "STAR"), None)
+    if node.data == "select_star":
+        return _semantics.RawField(None, star, None)
+    names = [_name(n) for n in node.children if isinstance(n, Tree)]
+    return _semantics.RawField(names[0], star, names[1] if len(names) > 1 else None)
+
+
 def _statement(node: Tree, text: str) -> SinkPlan:
     raw = _semantics.RawStatement(
         text=text,
@@ -178,15 +259,10 @@ def _statement(node: Tree, text: str) -> SinkPlan:
             raw.target = _name(subtrees[0])
         elif kind == "topic":
             raw.topic = _name(subtrees[0])
-        elif kind == "select_all":
-            raw.fields = []
-        elif kind == "select_fields":
-            raw.fields = []
-            for field in subtrees:
-                names = [_name(n) for n in field.children if isinstance(n, Tree)]
-                raw.fields.append((names[0], names[1] if len(names) > 1 else None))
+        elif kind == "select_list":
+            raw.fields = [_select_item(item) for item in subtrees]
         elif kind == "ignore":
-            raw.ignore = [_name(n) for n in subtrees]
+            raw.ignore = [_select_item(item) for item in subtrees]
         elif kind == "nopartition":
             raw.nopartition = True
         elif kind == "partitionby":
@@ -260,6 +336,13 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> KcqlSyntaxError:
             message = "unexpected end of input"
         else:
             line, column = tok.line or 1, tok.column or 1
+            word = str(tok).upper()
+            if tok.type in _FIRST_PIECES and _other_keyword(tok):
+                message = (
+                    f"unexpected keyword {word}: {word} belongs to the KCQL of other Lenses connectors "
+                    "and is not supported by an S3 sink"
+                )
+                return KcqlSyntaxError(message, text, line, column, expected)
             message = f"unexpected {_describe(tok)}"
             hint = _hint(tok, expected_terms, text)
             if hint:
@@ -293,6 +376,8 @@ def _hint(tok: Token, expected: set[str], text: str) -> str:
     if tok.type == "STAR" and previous == "FROM":
         return "the all-topics wildcard must be backticked: FROM `*`"
     if tok.type in _NAME_TERMINALS:
+        if value.startswith(".") and text[: tok.start_pos or 0].endswith("*"):
+            return "a '*' ends a field path: f.* selects every field of f, * alone the whole value"
         if value.upper() == "WHERE":
             return "KCQL has no WHERE clause"
         for keyword in sorted(expected & set(_KEYWORDS), key=len, reverse=True):

@@ -4,7 +4,8 @@ Lenses formats with ``DateTimeFormatter.ofPattern(fmt)`` in the JVM default time
 use UTC so that the layout does not depend on the machine the worker runs on (a Lenses worker in
 UTC, the usual container default, produces the same directories).
 
-Supported (exactly; :func:`validate_date_pattern` rejects the rest, and the KCQL compiler uses it):
+Supported (exactly; the set is defined in :mod:`kcql.dates`, whose :func:`validate_date_pattern`
+the KCQL compiler uses and which this module re-exports):
 
 * ``u``/``y`` runs: year (``uuuu``/``yyyy`` zero-padded to 4, ``uu``/``yy`` two-digit, ``u``/``y``
   unpadded, other counts zero-padded to the count);
@@ -26,17 +27,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
+from kcql.dates import DateField, DatePatternError, split_directories, tokenize, validate_date_pattern
+
 __all__ = ["DatePattern", "DatePatternError", "split_directories", "validate_date_pattern"]
 
-_SEPARATORS = frozenset("-_/.: ")
-_LETTERS = frozenset("uyMLdHmsS")
-_MAX_RUN = {"M": 2, "L": 2, "d": 2, "H": 2, "m": 2, "s": 2, "S": 9, "u": 9, "y": 9}
-
 Part = Callable[[dt.datetime], str] | str
-
-
-class DatePatternError(ValueError):
-    """An unsupported ``_date`` pattern; the message says which character and where."""
 
 
 def _year(count: int) -> Callable[[dt.datetime], str]:
@@ -64,82 +59,19 @@ def _fraction(count: int) -> Callable[[dt.datetime], str]:
 _FIELD_ATTR = {"M": "month", "L": "month", "d": "day", "H": "hour", "m": "minute", "s": "second"}
 
 
+def _part(token: DateField | str) -> Part:
+    if isinstance(token, str):
+        return token
+    if token.letter in "uy":
+        return _year(token.length)
+    if token.letter == "S":
+        return _fraction(token.length)
+    return _two(_FIELD_ATTR[token.letter], token.length)
+
+
 def _compile(pattern: str) -> list[Part]:
-    if not pattern:
-        raise DatePatternError("empty _date pattern")
-    parts: list[Part] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "'":
-            end = i + 1
-            text = []
-            while True:
-                if end >= n:
-                    raise DatePatternError(
-                        f"unterminated quote at position {i + 1} in _date pattern {pattern!r}"
-                    )
-                if pattern[end] == "'":
-                    if end + 1 < n and pattern[end + 1] == "'":
-                        text.append("'")
-                        end += 2
-                        continue
-                    break
-                text.append(pattern[end])
-                end += 1
-            parts.append("".join(text) if end > i + 1 else "'")
-            i = end + 1
-            continue
-        if ch in _SEPARATORS:
-            parts.append(ch)
-            i += 1
-            continue
-        if ch not in _LETTERS:
-            raise DatePatternError(
-                f"unsupported character {ch!r} at position {i + 1} in _date pattern {pattern!r}; "
-                "supported: u y M L d H m s S, quoted 'text' and - _ / . : space"
-            )
-        run = i
-        while run < n and pattern[run] == ch:
-            run += 1
-        count = run - i
-        if count > _MAX_RUN[ch]:
-            raise DatePatternError(
-                f"too many {ch!r} ({count}) at position {i + 1} in _date pattern {pattern!r}"
-            )
-        if ch in "uy":
-            parts.append(_year(count))
-        elif ch == "S":
-            parts.append(_fraction(count))
-        else:
-            parts.append(_two(_FIELD_ATTR[ch], count))
-        i = run
-    return parts
-
-
-def split_directories(pattern: str) -> list[str]:
-    """Split ``pattern`` at unquoted ``/`` (a ``/`` inside quotes is literal text of one piece)."""
-    pieces: list[str] = []
-    current: list[str] = []
-    quoted = False
-    for ch in pattern:
-        if ch == "'":
-            quoted = not quoted
-        if ch == "/" and not quoted:
-            pieces.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    pieces.append("".join(current))
-    return pieces
-
-
-def validate_date_pattern(pattern: str) -> None:
-    """Raise :class:`DatePatternError` when ``pattern`` uses anything outside the supported set."""
-    _compile(pattern)
-    for piece in split_directories(pattern):
-        if not piece:
-            raise DatePatternError(f"empty directory between '/' in _date pattern {pattern!r}")
+    # kcql.dates owns which patterns exist (the compiler rejects the rest); this module only formats
+    return [_part(token) for token in tokenize(pattern)]
 
 
 class DatePattern:

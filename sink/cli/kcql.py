@@ -1,11 +1,13 @@
 """``kcql-sink kcql check|explain``: compile KCQL without running anything.
 
 ``check FILE|-`` prints ``ok: N statement(s)`` or the first error with its line, column and a
-caret; ``explain [--json] FILE|-`` shows what each statement means, including the object key the
-first record of partition 0 would get. FILE may also be a connector config (Connect JSON, flat
-JSON or a ``.properties`` file) whose ``connect.s3.kcql`` is then compiled; positions are then
-relative to that value. A leading UTF-8 byte-order mark (Windows editors) is ignored.
-The ``--json`` keys are a contract (:data:`kcql.EXPLAIN_KEYS`); scripts and checks depend on them.
+caret; ``explain [--json] FILE|-`` shows what each statement means, including the parsed SELECT
+list (text view) and the object key the first record of partition 0 would get. Both print a
+``warning:`` line on stderr per statement an earlier one shadows (:func:`kcql.shadowed`). FILE may
+also be a connector config (Connect JSON, flat JSON or a ``.properties`` file) whose
+``connect.s3.kcql`` is then compiled; positions are then relative to that value. A leading UTF-8
+byte-order mark (Windows editors) is ignored. The ``--json`` keys are a contract
+(:data:`kcql.EXPLAIN_KEYS`); scripts and checks depend on them, so warnings never go to stdout.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import kcql
 from kcql.errors import SinkError
 from kcql.model import SinkPlan
 
-__all__ = ["KcqlInputError", "explain_plan", "read_kcql", "register"]
+__all__ = ["KcqlInputError", "explain_plan", "read_kcql", "register", "warn_shadowed"]
 
 KCQL_CONFIG_KEYS = ("connect.s3.kcql", "connect.local.kcql", "kcql")
 """Config keys holding KCQL, tried in order when FILE is a JSON connector config."""
@@ -123,17 +125,34 @@ def _example_key(plan: SinkPlan) -> str:
     return example_key(plan, extension_for(plan.format, plan.compression_codec or "UNCOMPRESSED"))
 
 
-def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """``kcql check``: KCQL errors propagate to :func:`sink.cli.dispatch` (message, exit 1)."""
+def warn_shadowed(plans: tuple[SinkPlan, ...], err: TextIO | None = None) -> int:
+    """Print one ``warning:`` line per statement that never gets a record (:func:`kcql.shadowed`).
+
+    Warnings go to stderr, so ``explain --json`` output stays the documented array. Returns how
+    many were printed.
+    """
+    found = kcql.shadowed(plans)
+    for shadowing in found:
+        print(f"kcql-sink kcql: warning: {shadowing.message}", file=err or sys.stderr)
+    return len(found)
+
+
+def run_check(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """``kcql check``: KCQL errors propagate to :func:`sink.cli.dispatch` (message, exit 1).
+
+    Shadowed statements are warnings (stderr), not errors: Lenses runs such a config too.
+    """
     plans = kcql.parse(read_kcql(args.file))
+    warn_shadowed(plans, err)
     print(f"ok: {len(plans)} statement(s)", file=out or sys.stdout)
     return 0
 
 
-def run_explain(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """``kcql explain``: one object per statement, as a JSON array with ``--json``."""
+def run_explain(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """``kcql explain``: one object per statement, as a JSON array with ``--json``; warnings on stderr."""
     stream = out or sys.stdout
     plans = kcql.parse(read_kcql(args.file))
+    warn_shadowed(plans, err)
     objects = [explain_plan(p) for p in plans]
     if args.json:
         print(json.dumps(objects, indent=2), file=stream)
@@ -142,6 +161,10 @@ def run_explain(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if number > 1:
             print(file=stream)
         print(f"statement {number} (line {plan.line}): {' '.join(plan.statement.split())}", file=stream)
+        select, ignore = kcql.explain_projection(plan)
+        print(f"  {'select:':14} {select}", file=stream)
+        if ignore:
+            print(f"  {'ignore:':14} {ignore}", file=stream)
         for key in kcql.EXPLAIN_KEYS:
             value = obj[key]
             shown = value if isinstance(value, str) else json.dumps(value)

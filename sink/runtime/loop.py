@@ -152,6 +152,8 @@ class SinkRuntime:
         if problems:
             raise ConfigError(problems)
         self.plans = kcql.parse(props["connect.s3.kcql"])
+        for shadowing in kcql.shadowed(self.plans):  # as in Lenses, but said out loud
+            log.warning("connect.s3.kcql: %s", shadowing.message)
         self.errors = parse_error_settings(props)[0]
         self.subscription = resolve_subscription(props, self.plans)[0]
         unchecked = (props.get("connect.json.validate") or "true").strip().lower() == "false"

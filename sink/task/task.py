@@ -47,6 +47,7 @@ from formats import FormatError, get_format, settings_for_plan
 from formats.base import FileFormat
 from kcql.errors import ConfigError, SinkError
 from kcql.model import SinkPlan
+from kcql.routing import plan_for_topic
 from partitioners import Partitioner, object_key
 from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
 from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key
@@ -539,7 +540,7 @@ class SinkTask:
     def _plan_for(self, topic: str) -> SinkPlan:
         plan = self._plan_by_topic.get(topic)
         if plan is None:
-            plan = next((p for p in self._plans if p.matches_topic(topic)), None)
+            plan = plan_for_topic(self._plans, topic)
             if plan is None:
                 raise SinkError(
                     f"Can't find the KCQL for source topic [{topic}]: add a statement "  # noqa: S608

@@ -26,7 +26,8 @@ def plan_view(plan: SinkPlan) -> dict[str, Any]:
     view["key_suffix"] = plan.key_suffix
     view["compression"] = [plan.compression_codec, plan.compression_level]
     view["schema_compatibility"] = plan.schema_compatibility
-    view["fields"] = [[f.name, f.alias] for f in plan.fields]
+    # [name as written, alias, source, *path]; [] for a plain SELECT *
+    view["fields"] = [[f.name, f.alias, f.source, *f.path] for f in plan.fields]
     view["ignore"] = list(plan.ignore)
     view["limit"] = plan.limit
     view["line"] = plan.line

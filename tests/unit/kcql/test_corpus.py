@@ -1,8 +1,9 @@
 """The KCQL corpus: every statement of the seed document and the reference, plus edge cases.
 
 Data lives in tests/data/kcql/corpus.json (one entry per KCQL text, with where it comes from).
-A valid entry lists the exact plan view of every statement; an invalid one the exception type, the
-exact line and column, and a phrase the message must contain. To grow the corpus, add an entry.
+A valid entry lists the exact plan view of every statement (and, under ``warnings``, the line and
+message of every statement an earlier one shadows); an invalid one the exception type, the exact
+line and column, and a phrase the message must contain. To grow the corpus, add an entry.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def test_corpus_entry(entry: dict[str, Any]) -> None:
         assert [plan_view(p) for p in plans] == entry["plans"]
         for plan in plans:
             assert plan.statement.strip() and plan.statement in text
+        # shadowed statements (only the first statement reading a topic applies): [line, message]
+        warnings = [[s.line, s.message] for s in kcql.shadowed(plans)]
+        assert warnings == entry.get("warnings", [])
         return
     expected = entry["error"]
     with pytest.raises(ERRORS[expected["type"]]) as info:

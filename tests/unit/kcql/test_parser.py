@@ -9,6 +9,7 @@ import pytest
 import kcql
 from kcql.errors import KcqlSemanticError, KcqlSyntaxError, SinkError
 from kcql.model import FileNaming, SinkPlan, StoreFormat
+from kcql.parser import OTHER_CONNECTOR_KEYWORDS
 
 
 def test_parse_returns_frozen_plans_in_order() -> None:
@@ -148,12 +149,19 @@ def test_include_keys_rules() -> None:
     def keys(text: str) -> bool:
         return kcql.parse_one("INSERT INTO a SELECT * FROM t " + text).include_keys  # noqa: S608 (KCQL)
 
-    assert keys("PARTITIONBY x") is False  # seed rule: no PROPERTIES clause
-    assert keys("PARTITIONBY x PROPERTIES()") is True  # Lenses 5+
+    # nothing chooses: KeysAndValues with PARTITIONBY, in both dialects (Lenses 2.1 to 11.x code;
+    # the Lenses article's "Values only [default]" is wrong)
+    assert keys("PARTITIONBY x") is True
+    assert keys("PARTITIONBY name,title WITH_FLUSH_COUNT = 2") is True
+    assert keys("PARTITIONBY x STOREAS `AVRO` WITH_FLUSH_COUNT = 5000") is True
+    assert keys("PARTITIONBY x PROPERTIES()") is True
     assert keys("PARTITIONBY x WITHPARTITIONER=KeysAndValues") is True
+    # values only: only when asked for
+    assert keys("PARTITIONBY x WITHPARTITIONER=Values") is False
     assert keys("PARTITIONBY x WITHPARTITIONER=Values PROPERTIES()") is False
+    assert keys("PARTITIONBY x PROPERTIES('partition.include.keys'=false)") is False
     assert keys("PROPERTIES()") is False
-    assert keys("WITHPARTITIONER=KeysAndValues") is False  # <= 6.x: only shaped PARTITIONBY dirs
+    assert keys("WITHPARTITIONER=KeysAndValues") is False  # 2.x-4.x: only shaped PARTITIONBY dirs
     assert keys("PROPERTIES('partition.include.keys'=true)") is True
     assert keys("NOPARTITION PROPERTIES()") is False
 
@@ -184,3 +192,24 @@ def test_error_quotes_the_line_the_parser_counted_with_crlf_and_lone_cr() -> Non
     quoted, caret = info.value.render().splitlines()[1:3]
     assert quoted == "  INSERT INTO b SELECT * FROM t PARTITIONBY _value"
     assert caret.index("^") == 2 + 42 and quoted[2 + 42 :].startswith("_value")
+
+
+@pytest.mark.parametrize("keyword", sorted(OTHER_CONNECTOR_KEYWORDS))
+def test_other_connectors_keywords_are_named_and_positioned(keyword: str) -> None:
+    text = f"INSERT INTO b SELECT * FROM t\n  {keyword.lower()} x"  # noqa: S608 (KCQL)
+    with pytest.raises(KcqlSyntaxError) as info:
+        kcql.parse(text)
+    assert (info.value.line, info.value.column) == (2, 3)
+    assert info.value.message == (
+        f"unexpected keyword {keyword}: {keyword} belongs to the KCQL of other Lenses connectors and is "
+        "not supported by an S3 sink"
+    )
+
+
+def test_readme_lists_every_other_connector_keyword() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## KCQL reference", 1)[1].split("\n## ", 1)[0]
+    missing = [k for k in OTHER_CONNECTOR_KEYWORDS if f"`{k}`" not in section]
+    assert not missing

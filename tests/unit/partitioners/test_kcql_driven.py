@@ -13,9 +13,8 @@ from .helpers import meta, record
 
 TS_2010_04_02 = int(dt.datetime(2010, 4, 2, 12, tzinfo=dt.UTC).timestamp() * 1000)
 SRC = "INSERT INTO bucket:streamReactorBackups SELECT * FROM myTopic"
-KV = " PROPERTIES('partition.include.keys'=true)"
-# (the compiler picks Values for PARTITIONBY without any PROPERTIES, the <=6.x default; the Lenses
-# integration tests that produced these keys ran with PROPERTIES, so KeysAndValues is explicit here)
+# PARTITIONBY statements below are the Lenses integration tests' own KCQL (CoreSinkTaskTestCases.scala
+# at 6.3.1, legacy dialect): nothing chooses the display, and Lenses writes KeysAndValues.
 
 CASES = [
     (
@@ -40,30 +39,38 @@ CASES = [
         "streamReactorBackups/topic=myTopic/partition=1/000000000004_0_0.json",
     ),
     (
-        SRC + " PARTITIONBY name, title STOREAS JSON" + KV,
+        SRC + " PARTITIONBY name,title WITH_FLUSH_COUNT = 2",
         record({"name": "first", "title": "primary"}, offset=2),
         {"last": 2},
         "json",
         "streamReactorBackups/name=first/title=primary/myTopic(1_000000000002).json",
     ),
     (
-        SRC + " PARTITIONBY _key STOREAS CSV" + KV,
+        SRC + " PARTITIONBY _key STOREAS `CSV` WITH_FLUSH_COUNT = 1",
         record({"a": 1}, key=0),
         {},
         "csv",
         "streamReactorBackups/key=0/myTopic(1_000000000000).csv",
     ),
     (
-        SRC + " PARTITIONBY _header.phonePrefix, _header.region STOREAS CSV" + KV,
+        SRC + " PARTITIONBY _header.phonePrefix,_header.region STOREAS `CSV` WITH_FLUSH_COUNT = 1",
         record("x", headers=(("phonePrefix", "+44"), ("region", 8))),
         {},
         "csv",
         "streamReactorBackups/phonePrefix=+44/region=8/myTopic(1_000000000000).csv",
     ),
     (
+        SRC + " PARTITIONBY _date.uuuu,_date.LL,_date.dd WITHPARTITIONER=Values WITH_FLUSH_COUNT = 1"
+        " PROPERTIES('padding.length.partition'='12', 'padding.length.offset'='12')",
+        record({"a": 1}, timestamp=TS_2010_04_02),
+        {},
+        "json",
+        "streamReactorBackups/2010/04/02/myTopic(000000000001_000000000000).json",
+    ),
+    (  # the same layout in the >= 7 dialect (11.7.2 CoreSinkTaskTestCases)
         SRC + " PARTITIONBY _date.uuuu,_date.LL,_date.dd"
-        " PROPERTIES('partition.include.keys'=false,"
-        " 'padding.length.partition'='12', 'padding.length.offset'='12')",
+        " PROPERTIES('flush.count'=1,'padding.length.partition'='12', 'padding.length.offset'='12',"
+        "'partition.include.keys'=false)",
         record({"a": 1}, timestamp=TS_2010_04_02),
         {},
         "json",
@@ -81,7 +88,7 @@ CASES = [
         ),
     ),
     (
-        SRC + " PARTITIONBY name, title, salary" + KV,
+        SRC + " PARTITIONBY name,title,salary WITH_FLUSH_COUNT = 1",
         record({"name": "first", "salary": 200.0}, offset=2),
         {"last": 2},
         "json",
@@ -89,7 +96,7 @@ CASES = [
     ),
     (SRC + " NOPARTITION", record({"a": 1}), {}, "json", "streamReactorBackups/myTopic(1_000000000000).json"),
     (
-        SRC + " PARTITIONBY _date.uuuu, _date.LL" + KV,
+        SRC + " PARTITIONBY _date.uuuu, _date.LL",
         record({"a": 1}, timestamp=TS_2010_04_02),
         {},
         "json",
@@ -101,6 +108,20 @@ CASES = [
         {},
         "json",
         "streamReactorBackups/2010/04/02/myTopic(1_000000000000).json",
+    ),
+    (  # Lenses PaddingService: any padding.length.<field> replaces the default {offset: 12}
+        SRC + " PROPERTIES('padding.length.topic'=3)",
+        record({"a": 1}, offset=3),
+        {"last": 3},
+        "json",
+        "streamReactorBackups/myTopic/1/3_0_0.json",
+    ),
+    (
+        SRC + " PARTITIONBY _key PROPERTIES('padding.length.offset'=-1, 'padding.length.partition'='+3')",
+        record({"a": 1}, key="k", offset=7),
+        {"last": 7},
+        "json",
+        "streamReactorBackups/key=k/myTopic(001_7).json",
     ),
     (
         SRC + " PROPERTIES('key.suffix'='-dc1')",
@@ -153,7 +174,7 @@ def test_kcql_to_key_and_back(kcql, rec, file, ext, expected):
             "p/topic=<topic>/partition=0/<topic>(0_000000000000).parquet",
         ),
         (
-            SRC + " PARTITIONBY a.b, _key, _header.h, _date.`uuuu-MM-dd` STOREAS AVRO" + KV,
+            SRC + " PARTITIONBY a.b, _key, _header.h, _date.`uuuu-MM-dd` STOREAS AVRO",
             "streamReactorBackups/a.b=<a.b>/key=<_key>/h=<_header.h>/date=<_date.uuuu-MM-dd>/myTopic(0_000000000000).avro",
         ),
         (SRC + " NOPARTITION", "streamReactorBackups/myTopic(0_000000000000).json"),

@@ -90,3 +90,15 @@ def test_runs_skip_the_topic_check_only_for_one_named_topic(
     cfg = parse_connector_config({"name": "n", "config": {"connect.s3.kcql": statements, **local, **props}})
     runtime = SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda _observer: SimpleNamespace())
     assert runtime._one_topic is one_topic
+
+
+def test_the_runtime_names_a_shadowed_statement_when_it_starts(caplog: pytest.LogCaptureFixture):
+    statements = (
+        "INSERT INTO b:json SELECT * FROM a STOREAS JSON; INSERT INTO b:pq SELECT * FROM a STOREAS PARQUET"
+    )
+    local = {"connect.storage": "local", "connect.local.root": "/tmp/unused"}
+    cfg = parse_connector_config({"name": "n", "config": {"connect.s3.kcql": statements, **local}})
+    with caplog.at_level("WARNING", logger="sink.runtime.loop"):
+        SinkRuntime(cfg, RuntimeOptions("h:9092"), task_factory=lambda _observer: SimpleNamespace())
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "statement 2" in warning and "statement 1" in warning and "'a'" in warning
