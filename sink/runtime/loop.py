@@ -16,8 +16,8 @@ group ``connect-<name>``, as a Connect worker does:
   committed to storage, are committed to Kafka; each partition's result is checked.
 * **Revocation** → pre-commit and commit what is durable, then ``task.close(partitions)``.
 * **Waiting without blocking**: a retriable storage error closes the affected partitions (their
-  open files are dropped and replayed) and pauses them for ``connect.s3.retry.interval``, at most
-  ``connect.s3.max.retries`` times in a row; a Schema Registry that does not answer pauses the
+  open files are dropped and replayed) and pauses them for ``connect.s3.retry.interval``, until
+  ``connect.s3.max.retries`` failures in a row; a Schema Registry that does not answer pauses the
   partition at the record that needs it. Either way the consumer keeps polling, so the group
   does not evict the task, and the partition resumes where storage says it must.
 """
@@ -89,6 +89,9 @@ class RuntimeOptions:
     """Let the task commit full files on threads (``SinkTask.background_commits``)."""
     commit_interval: float = 1.0
     """Seconds between pre_commit → Kafka commit rounds (``offset.flush.interval.ms``)."""
+    cheap_forms: bool = True
+    """``False``: batches have only the per-record view (the reference the cheap forms are
+    compared with; also rules them out when debugging)."""
 
 
 @dataclass(slots=True)
@@ -162,7 +165,8 @@ class SinkRuntime:
         self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcql-sink-ahead")
         """The thread formats compute ahead on (Arrow parses there, without the GIL)."""
         self.builder = BatchBuilder(
-            converter, null_values=self.errors.null_values, check_json=not unchecked, executor=self._helper
+            converter, null_values=self.errors.null_values, check_json=not unchecked, executor=self._helper,
+            cheap_forms=options.cheap_forms,
         )
         self._one_topic = len(self.subscription) == 1 and not self.subscription[0].startswith("^")
         if task_factory is None:
@@ -319,8 +323,8 @@ class SinkRuntime:
             raise exc
         if not self.retries.spend():
             raise TaskFailedError(
-                f"storage kept failing after {self.errors.max_retries} retries "
-                f"(connect.s3.max.retries): {exc}"
+                f"storage failed {self.errors.max_retries} times in a row "
+                f"(connect.s3.max.retries={self.errors.max_retries}); the last error: {exc}"
             ) from exc
         log.warning(
             "storage error, retrying %s in %d ms from the last commit (%d retries left): %s",

@@ -6,9 +6,11 @@ transform or the format) reach :meth:`RecordPolicy.tolerate` with the record's m
 message naming topic, partition, offset and stage; otherwise the record is logged and/or sent to
 the dead-letter topic, counted, and the batch goes on after it.
 
-Storage errors are retried under ``connect.s3.error.policy`` RETRY (or NOOP) at most
-``connect.s3.max.retries`` times in a row (:class:`RetryBudget`), ``connect.s3.retry.interval``
-apart, as the Lenses connector's ``RetryErrorPolicy`` does: a success gives the budget back.
+Storage errors are retried under ``connect.s3.error.policy`` RETRY (or NOOP),
+``connect.s3.retry.interval`` apart, until ``connect.s3.max.retries`` failures in a row
+(:class:`RetryBudget`), counted as the Lenses connector's ``ErrorHandler``/``RetryErrorPolicy``
+count them: the N-th failure in a row stops the task (N attempts: the first and N-1 retries), and
+a success gives the budget back.
 """
 
 from __future__ import annotations
@@ -71,7 +73,9 @@ class RecordPolicy:
 
 
 class RetryBudget:
-    """``connect.s3.max.retries`` failures in a row are allowed; a success gives the budget back."""
+    """The N-th storage failure in a row (N = ``connect.s3.max.retries``) stops the task; a success
+    gives the budget back. 0 allows no retry at all (Lenses would then retry forever: its
+    counter steps past 0 and never equals it)."""
 
     def __init__(self, max_retries: int) -> None:
         self.max_retries = max_retries
@@ -79,10 +83,8 @@ class RetryBudget:
 
     def spend(self) -> bool:
         """Count one failure; whether another attempt is allowed."""
-        if self.left <= 0:
-            return False
         self.left -= 1
-        return True
+        return self.left > 0
 
     def reset(self) -> None:
         if self.left != self.max_retries:
