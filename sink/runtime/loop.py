@@ -287,7 +287,7 @@ class SinkRuntime:
                 if not isinstance(exc, NullValueSkipped):
                     self.policy.tolerate(batch, index, exc)
                 self.positions[tp] = exc.offset + 1
-                self.records_in += index + 1
+                self.records_in += index
                 if index + 1 == len(batch):
                     return True
                 batch = batch.slice(index + 1)
