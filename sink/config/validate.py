@@ -128,7 +128,7 @@ def _compile_kcql(props: Mapping[str, str], problems: list[ConfigProblem]) -> Se
 
 def _storage_problems(props: Mapping[str, str], plans: Sequence[SinkPlan]) -> list[ConfigProblem]:
     """What the task would refuse at start-up without touching storage (the same sentences)."""
-    from sink.storage.base import bucket_name_problem
+    from sink.config.buckets import bucket_name_problem
 
     reader = SettingsReader(props)
     kind = reader.choice("connect.storage", ("local", "s3"), "s3")

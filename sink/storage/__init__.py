@@ -14,7 +14,6 @@ from sink.storage.base import (
     StorageError,
     StoredObject,
     TransientStorageError,
-    bucket_name_problem,
     map_exceptions,
 )
 
@@ -26,7 +25,6 @@ __all__ = [
     "StorageError",
     "StoredObject",
     "TransientStorageError",
-    "bucket_name_problem",
     "create_storage",
     "map_exceptions",
 ]

@@ -31,6 +31,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from sink.config.buckets import bucket_name_problem
 from sink.config.secrets import HIDDEN
 from sink.config.settings import S3Settings
 from sink.storage.base import (
@@ -41,7 +42,6 @@ from sink.storage.base import (
     StorageError,
     StoredObject,
     TransientStorageError,
-    bucket_name_problem,
     map_exceptions,
 )
 

@@ -53,11 +53,12 @@ from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
 from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key
 from sink.commit.queue import CommitJob, CommitQueue
 from sink.commit.staging import StagingArea
+from sink.config.buckets import bucket_name_problem
 from sink.config.settings import ConnectorSettings, parse_settings
 from sink.events import NO_OBSERVER, SinkObserver
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
-from sink.storage import Storage, bucket_name_problem, create_storage
+from sink.storage import Storage, create_storage
 from sink.task.flush_policy import FlushPolicy
 from sink.task.timer import FlushTimer
 from sink.task.writers import PartitionWriter, WriterKey, WriterPool

@@ -10,13 +10,13 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from kcql.errors import SinkError
 from sink.commit.index import IndexState, PartitionIndex, PendingCommit, index_key, temp_prefix
+from sink.config.buckets import bucket_name_problem
 from sink.records.record import TopicPartition
 from sink.storage.base import (
     ObjectNotFound,
     PreconditionFailed,
     StorageError,
     TransientStorageError,
-    bucket_name_problem,
     map_exceptions,
 )
 from sink.storage.local import LocalStorage
