@@ -248,6 +248,21 @@ def _parse_writers(reader: SettingsReader) -> WriterSettings:
     )
 
 
+STAGING_INSIDE_ROOT = "must not be inside connect.local.root: staging files would appear in the buckets"
+
+
+def staging_problem(settings: ConnectorSettings) -> ConfigProblem | None:
+    """The problem of a staging directory inside local storage's root (its files would show)."""
+    root, staging = settings.storage.local_root, settings.writers.staging_dir
+    if settings.storage.kind != "local" or root is None or staging is None:
+        return None
+    root, staging = root.resolve(), staging.resolve()
+    if staging == root or root in staging.parents:
+        given = str(settings.writers.staging_dir)
+        return ConfigProblem("connect.s3.local.tmp.directory", given, STAGING_INSIDE_ROOT)
+    return None
+
+
 def parse_settings(props: Mapping[str, str]) -> ConnectorSettings:
     """Validate the connector config and build :class:`ConnectorSettings`.
 

@@ -14,7 +14,6 @@ is reachable, and checking it has no side effect anywhere.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from kcql.errors import ConfigError, ConfigProblem, KcqlError
 from kcql.model import SinkPlan
@@ -22,7 +21,7 @@ from sink.config.consumer_overrides import consumer_override_problems
 from sink.config.errors import parse_error_settings
 from sink.config.files import normalise_aliases
 from sink.config.secrets import HIDDEN, is_secret_key, mask
-from sink.config.settings import SettingsReader, parse_settings
+from sink.config.settings import SettingsReader, parse_settings, staging_problem
 from sink.config.subscription import resolve_subscription
 from sink.config.whole_numbers import parse_whole_number
 
@@ -91,9 +90,12 @@ def validate(props: Mapping[str, str]) -> list[ConfigProblem]:
     normalised, _warnings, alias_problems = normalise_aliases(props)
     problems: list[ConfigProblem] = list(alias_problems)
     try:
-        parse_settings(normalised)
+        settings = parse_settings(normalised)
     except ConfigError as exc:
         problems += exc.problems
+    else:
+        if (staging := staging_problem(settings)) is not None:
+            problems.append(staging)
     plans = _compile_kcql(normalised, problems)
     problems += _storage_problems(normalised, plans)
     problems += parse_error_settings(normalised)[1]
@@ -127,7 +129,7 @@ def _compile_kcql(props: Mapping[str, str], problems: list[ConfigProblem]) -> Se
 
 
 def _storage_problems(props: Mapping[str, str], plans: Sequence[SinkPlan]) -> list[ConfigProblem]:
-    """What the task would refuse at start-up without touching storage (the same sentences)."""
+    """Bucket names S3 would refuse (what the task refuses at start-up, in the same sentences)."""
     from sink.config.buckets import bucket_name_problem
 
     reader = SettingsReader(props)
@@ -141,17 +143,6 @@ def _storage_problems(props: Mapping[str, str], plans: Sequence[SinkPlan]) -> li
             for plan in plans
             if (why := bucket_name_problem(plan.bucket))
         ]
-    root, staging = reader.string("connect.local.root"), reader.string("connect.s3.local.tmp.directory")
-    if kind == "local" and root and staging:
-        root_path, staging_path = Path(root).resolve(), Path(staging).resolve()
-        if staging_path == root_path or root_path in staging_path.parents:
-            problems.append(
-                ConfigProblem(
-                    "connect.s3.local.tmp.directory",
-                    staging,
-                    "must not be inside connect.local.root: staging files would appear in the buckets",
-                )
-            )
     return problems
 
 

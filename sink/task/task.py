@@ -43,9 +43,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from formats import FormatError, get_format, settings_for_plan
-from formats.base import FileFormat
-from kcql.errors import ConfigError, SinkError
+from kcql.errors import SinkError
 from kcql.model import SinkPlan
 from kcql.routing import plan_for_topic
 from partitioners import Partitioner, object_key
@@ -53,13 +51,12 @@ from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
 from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key
 from sink.commit.queue import CommitJob, CommitQueue
 from sink.commit.staging import StagingArea
-from sink.config.buckets import bucket_name_problem
 from sink.config.settings import ConnectorSettings, parse_settings
 from sink.events import NO_OBSERVER, SinkObserver
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
 from sink.storage import Storage, create_storage
-from sink.task.flush_policy import FlushPolicy
+from sink.task.statements import Statement, compile_statements
 from sink.task.timer import FlushTimer
 from sink.task.writers import PartitionWriter, WriterKey, WriterPool
 
@@ -113,9 +110,7 @@ class SinkTask:
         self._lock = threading.RLock()
         self._plans: tuple[SinkPlan, ...] = ()
         self._plan_by_topic: dict[str, SinkPlan] = {}
-        self._formats: dict[SinkPlan, FileFormat] = {}
-        self._partitioners: dict[SinkPlan, Partitioner] = {}
-        self._policies: dict[SinkPlan, FlushPolicy] = {}
+        self._statements: dict[SinkPlan, Statement] = {}
         self._partitions: dict[TopicPartition, _PartitionState] = {}
         self._pool = WriterPool(1)
         self._storage: Storage | None = None
@@ -150,38 +145,15 @@ class SinkTask:
             plans = parse(settings.kcql)
         self.settings = settings
         self._plans = tuple(plans)
-        problems: list[tuple[str, str, str]] = []
-        writers = settings.writers
-        for plan in self._plans:
-            try:
-                self._formats[plan] = get_format(
-                    settings_for_plan(plan, writers.compression_codec, writers.compression_level)
-                )
-            except FormatError as exc:
-                problems.append(("connect.s3.kcql", plan.statement or plan.source, str(exc)))
-            if settings.storage.kind == "s3" and (why := bucket_name_problem(plan.bucket)):
-                problems.append(("connect.s3.kcql", plan.statement or plan.bucket, why))
-            self._partitioners[plan] = Partitioner(plan)
-            self._policies[plan] = FlushPolicy.from_plan(plan)
-        root, staging = settings.storage.local_root, writers.staging_dir
-        if (
-            settings.storage.kind == "local" and root and staging
-            and (staging.resolve() == root.resolve() or root.resolve() in staging.resolve().parents)
-        ):
-            problems.append((
-                "connect.s3.local.tmp.directory", str(staging),
-                "must not be inside connect.local.root: staging files would appear in the buckets",
-            ))
-        if problems:
-            raise ConfigError(problems)
+        self._statements = compile_statements(settings, self._plans)
         self._storage = create_storage(settings.storage)
         for bucket in sorted({plan.bucket for plan in self._plans}):
             self._storage.check_bucket(bucket)
         self._committer = Committer(self._storage, settings.name)
         self._committer.fault_hook = self._fire_fault
-        self._staging = StagingArea(staging, settings.name, self.task_id)
-        self._pool = WriterPool(writers.max_open_writers)
-        shortest = min((policy.interval for policy in self._policies.values()), default=1.0)
+        self._staging = StagingArea(settings.writers.staging_dir, settings.name, self.task_id)
+        self._pool = WriterPool(settings.writers.max_open_writers)
+        shortest = min((s.policy.interval for s in self._statements.values()), default=1.0)
         self._timer = FlushTimer(self.flush_due, self._lock, shortest, f"kcql-sink-flush-{settings.name}")
         log.info(
             "task %s of connector %s started: %d statement(s), storage %s, exactly-once %s",
@@ -214,7 +186,7 @@ class SinkTask:
                     index.acquire()
                     committer.recover(index)
                 resumed = index.state if index else None
-                state = _PartitionState(tp, plan, self._partitioners[plan], index, resumed)
+                state = _PartitionState(tp, plan, self._statements[plan].partitioner, index, resumed)
                 committed = index.state.committed_offset if index else None
                 if committed is not None:
                     state.high = committed
@@ -386,11 +358,11 @@ class SinkTask:
         while self._pool.full:
             self._commit_writer(self._pool.least_recently_used(), "max open writers")
         assert self._staging is not None  # noqa: S101
-        file_format = self._formats[plan]
+        statement = self._statements[plan]
         tp = TopicPartition(key[0], key[1])
         writer = PartitionWriter(
-            key, plan, file_format, self._staging.new_file(tp, file_format.extension),
-            self._policies[plan], time.monotonic(),
+            key, plan, statement.format, self._staging.new_file(tp, statement.format.extension),
+            statement.policy, time.monotonic(),
         )
         self._pool.add(writer)
         return writer
