@@ -283,20 +283,32 @@ def row_error(message: str, records: Sequence[Record], index: int, earlier: int)
     return RecordFormatError(message, records[index], index - earlier)
 
 
+FREEZE_ROWS = 1000
+"""Rows held at most before a file's schema is fixed (at once when every part's schema is given):
+inferred schemas, and parts only seen null so far, keep merging meanwhile."""
+ROW_ESTIMATE = 100
+"""Bytes assumed per held row without raw JSON text, for ``bytes_written`` before the schema."""
+
+
 class RowFileWriter(StagingWriter):
     """What the AVRO and PARQUET writers share: taking records into rows around the freeze.
 
-    Subclasses set ``_rows`` and implement :meth:`_append`, which buffers rows until the schema
-    is frozen (at :meth:`_freeze_at` rows, or at once when settled) and encodes them after.
+    Rows are held (:meth:`_hold`) until the file's schema is fixed, at :data:`FREEZE_ROWS` rows
+    or at once when settled; then the subclass's :meth:`_fix` encodes them (taking them with
+    :meth:`_take_held`) and its :meth:`_append` encodes every later row. Subclasses set ``_rows``.
     """
 
     _rows: RowBuilder
 
-    def __init__(self, path: Any) -> None:
+    def __init__(self, path: Any, settings: FormatSettings) -> None:
         super().__init__(path)
+        self._settings = settings
         self._call_start = 0
         """Rows buffered by earlier calls: a conversion error among them cannot name a record of
         this call, so the whole file must be discarded instead."""
+        self._pending: list[Any] = []
+        self._pending_records: list[Record] = []
+        self._pending_bytes = 0
 
     def _write_records(self, records: Sequence[Record]) -> int:
         """Take the longest prefix of ``records`` that fits the file (see ``FormatWriter.append``)."""
@@ -323,10 +335,51 @@ class RowFileWriter(StagingWriter):
 
     def _buffered(self) -> int:
         """Rows accepted but not converted yet because the schema is not frozen."""
-        raise NotImplementedError
+        return len(self._pending)
 
     def _freeze_at(self) -> int:
         """Rows buffered at most before the schema is fixed."""
+        return FREEZE_ROWS
+
+    def _hold(self, rows: list[Any], records: Sequence[Record]) -> bool:
+        """Hold ``rows`` while the schema is not fixed (fixing it when it may be); False once fixed."""
+        if self._fixed():
+            return False
+        self._count += len(rows)
+        self._pending.extend(rows)
+        self._pending_records.extend(records)
+        self._pending_bytes += sum(ROW_ESTIMATE if r.raw_value is None else len(r.raw_value) for r in records)
+        if self._rows.settled or len(self._pending) >= self._freeze_at():
+            self._fix()
+        return True
+
+    def _take_held(self) -> tuple[list[Any], list[Record]]:
+        """The held rows and their records, no longer held (nor counted: the caller adds them)."""
+        rows, records = self._pending, self._pending_records
+        self._pending, self._pending_records, self._pending_bytes = [], [], 0
+        self._count -= len(rows)
+        return rows, records
+
+    def _unusable_schema(self, message: str, exc: Exception, format_name: str) -> FormatError:
+        """The error for a schema the held rows fixed but the encoder cannot use.
+
+        When rows of earlier calls are held, they cannot be stored: the whole file must go.
+        Otherwise only this call's rows are affected: they are forgotten, so the writer is empty
+        and usable, and the first of them is the record error.
+        """
+        first = self._pending_records[0]
+        if self._call_start:
+            return FormatError(f"{message} ({first.where}); the file must be discarded")
+        self._take_held()
+        self._rows = RowBuilder(self._settings, format_name)
+        return RecordFormatError(message, first, 0)
+
+    def _fixed(self) -> bool:
+        """Whether the file's schema is fixed (the encoder is set up)."""
+        raise NotImplementedError
+
+    def _fix(self) -> None:
+        """Fix the schema from the held rows and encode them."""
         raise NotImplementedError
 
     def _append(self, rows: list[Any], records: Sequence[Record]) -> None:

@@ -4,8 +4,9 @@ The writer schema is the record's value schema (or the envelope schema built aro
 value schemas), logical types included. Schemaless values get a schema inferred per file (see
 :mod:`formats.schema_inference`); field names that are not valid Avro names are sanitized
 reversibly there. Rows are buffered only until the file's schema is fixed (the first
-``_FREEZE_ROWS`` records); after that fastavro encodes each record into its block buffer and
-writes a compressed block every ``sync_interval`` bytes, so memory stays bounded by one block.
+``FREEZE_ROWS`` records, see :mod:`formats._rows`); after that fastavro encodes each record into
+its block buffer and writes a compressed block every ``sync_interval`` bytes, so memory stays
+bounded by one block.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from formats.base import (
     FormatSettings,
     FormatWriter,
     Record,
-    RecordFormatError,
 )
 from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
 from formats.schema_inference import rename_for_avro
@@ -35,11 +35,6 @@ __all__ = ["AvroFormat", "AvroWriter"]
 
 _SYNC_INTERVAL = 256 * 1024
 """Uncompressed bytes per Avro block: large enough for good compression, small enough for memory."""
-_FREEZE_ROWS = 1000
-"""Rows buffered at most before the schema is fixed and the header written. Files whose schemas
-are all given open at once; inferred schemas (and parts only seen null so far) merge meanwhile."""
-_ROW_ESTIMATE = 100
-"""Bytes assumed per buffered row without raw JSON text, for bytes_written before the header."""
 
 
 def _check_codec_available(codec: str) -> None:
@@ -57,15 +52,11 @@ class AvroWriter(RowFileWriter):
     """Streams rows into one Avro container file."""
 
     def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
-        super().__init__(path)
-        self._settings = settings
+        super().__init__(path, settings)
         self._rows = RowBuilder(settings, "AVRO")
         self._codec = AVRO_CODECS[codec]
         level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
         self._level = level if codec in ("DEFLATE", "ZSTD", "XZ") else None
-        self._pending: list[Any] = []
-        self._pending_records: list[Record] = []
-        self._pending_bytes = 0
         self._reported = 0
         self._writer: Any = None
         self._rename: tuple[str, ...] = ()
@@ -76,42 +67,20 @@ class AvroWriter(RowFileWriter):
     def append(self, batch: Batch) -> int:
         return self._write_records(batch.records())
 
-    def _buffered(self) -> int:
-        return len(self._pending)
-
-    def _freeze_at(self) -> int:
-        return _FREEZE_ROWS
+    def _fixed(self) -> bool:
+        return self._writer is not None
 
     def _append(self, rows: list[Any], records: Sequence[Record]) -> None:
-        if not rows:
-            return
-        if self._writer is None:
-            self._count += len(rows)
-            self._pending.extend(rows)
-            self._pending_records.extend(records)
-            self._pending_bytes += sum(
-                _ROW_ESTIMATE if r.raw_value is None else len(r.raw_value) for r in records
-            )
-            if self._rows.settled or len(self._pending) >= _FREEZE_ROWS:
-                self._open()
-            return
-        self._encode(rows, records)
+        if rows and not self._hold(rows, records):
+            self._encode(rows, records)
 
-    def _open(self) -> None:
+    def _fix(self) -> None:
         schema, self._rename = self._rows.avro_schema(sanitize=True)
         try:
             parsed = fastavro.parse_schema(schema)
         except Exception as exc:  # SchemaParseException and friends: the schema itself is unusable
-            first = self._pending_records[0]
             message = f"the record's Avro schema cannot be used: {exc}"
-            if self._call_start:
-                # rows accepted by earlier calls cannot be stored: the whole file must go
-                raise FormatError(f"{message} ({first.where}); the file must be discarded") from exc
-            # only this call's rows are affected: forget them, so the writer is empty and usable
-            self._count -= len(self._pending)
-            self._pending, self._pending_records, self._pending_bytes = [], [], 0
-            self._rows = RowBuilder(self._settings, "AVRO")
-            raise RecordFormatError(message, first, 0) from exc
+            raise self._unusable_schema(message, exc, "AVRO") from exc
         self._branches = _record_branches(parsed) if self._rows.envelope is not None else ()
         self._writer = Writer(
             self._file,  # type: ignore[arg-type]  # a binary file-like object, all fastavro needs
@@ -120,9 +89,7 @@ class AvroWriter(RowFileWriter):
             sync_interval=_SYNC_INTERVAL,
             compression_level=self._level,
         )
-        pending, records = self._pending, self._pending_records
-        self._pending, self._pending_records, self._pending_bytes = [], [], 0
-        self._count -= len(pending)
+        pending, records = self._take_held()
         self._encode(pending, records, earlier=self._call_start)
 
     def _encode(self, rows: list[Any], records: Sequence[Record], earlier: int = 0) -> None:
@@ -177,7 +144,7 @@ class AvroWriter(RowFileWriter):
                 empty = fastavro.parse_schema("null")
                 self._writer = Writer(self._file, empty, codec=self._codec)  # type: ignore[arg-type]
             else:
-                self._open()
+                self._fix()
         if self._writer is not None:
             self._writer.flush()
 

@@ -27,7 +27,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
 
-from formats._rows import RowBuilder, RowFileWriter, row_error
+from formats._rows import ROW_ESTIMATE, RowBuilder, RowFileWriter, row_error
 from formats.arrow_schema import avro_to_arrow, value_column_schema
 from formats.base import (
     Batch,
@@ -47,11 +47,8 @@ __all__ = ["ParquetFormat", "ParquetWriter"]
 _ROW_GROUP_ROWS = 100_000
 _ROW_GROUP_BYTES = 64 * 1024 * 1024
 """Arrow bytes buffered before a row group is written (Parquet compresses them further)."""
-_FREEZE_ROWS = 1000
-"""Rows buffered at most before the schema is fixed (at once when every part's schema is given)."""
 _EAGER_ROWS = 64
 """Calls with at least this many rows are converted at once; smaller ones are validated and batched."""
-_ROW_ESTIMATE = 100
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 _EXACT_DOUBLE = 2.0**53
 """Doubles from this magnitude on may have been rounded from a JSON integer."""
@@ -153,14 +150,10 @@ class ParquetWriter(RowFileWriter):
     """Streams rows into one Parquet file."""
 
     def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
-        super().__init__(path)
-        self._settings = settings
+        super().__init__(path, settings)
         self._rows = RowBuilder(settings, "PARQUET")
         self._codec = PARQUET_CODECS[codec]
         self._level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
-        self._pending: list[Any] = []
-        self._pending_records: list[Record] = []
-        self._pending_bytes = 0
         self._reported = 0
         self._schema: pa.Schema | None = None
         self._wrap = False
@@ -178,24 +171,11 @@ class ParquetWriter(RowFileWriter):
         self._encoded = 0
         """Bytes Arrow has written to the staging file (as of the last look)."""
 
-    def _buffered(self) -> int:
-        return len(self._pending)
-
-    def _freeze_at(self) -> int:
-        return _FREEZE_ROWS
+    def _fixed(self) -> bool:
+        return self._schema is not None
 
     def _append(self, rows: list[Any], records: Sequence[Record]) -> None:
-        if not rows:
-            return
-        if self._schema is None:
-            self._count += len(rows)
-            self._pending.extend(rows)
-            self._pending_records.extend(records)
-            self._pending_bytes += sum(
-                _ROW_ESTIMATE if r.raw_value is None else len(r.raw_value) for r in records
-            )
-            if self._rows.settled or len(self._pending) >= _FREEZE_ROWS:
-                self._freeze()
+        if not rows or self._hold(rows, records):
             return
         if len(rows) >= _EAGER_ROWS:
             self._convert_small()
@@ -237,20 +217,12 @@ class ParquetWriter(RowFileWriter):
         # rather than dropping the record.
         self._convert(rows, records, earlier=len(rows))
 
-    def _freeze(self) -> None:
+    def _fix(self) -> None:
         avro, _ = self._rows.avro_schema()
         try:
             self._schema = avro_to_arrow(avro)
         except FormatError as exc:
-            first = self._pending_records[0]
-            if self._call_start:
-                # rows accepted by earlier calls cannot be stored: the whole file must go
-                raise FormatError(f"{exc} ({first.where}); the file must be discarded") from exc
-            # only this call's rows are affected: forget them, so the writer is empty and usable
-            self._count -= len(self._pending)
-            self._pending, self._pending_records, self._pending_bytes = [], [], 0
-            self._rows = RowBuilder(self._settings, "PARQUET")
-            raise RecordFormatError(str(exc), first, 0) from exc
+            raise self._unusable_schema(str(exc), exc, "PARQUET") from exc
         self._wrap = value_column_schema(avro)
         # fastavro decodes uuid logical types to uuid.UUID, which Arrow will not take as a string
         self._uuids = '"uuid"' in json.dumps(avro)
@@ -261,9 +233,7 @@ class ParquetWriter(RowFileWriter):
             options = _line_parse_options(avro)
             if options is not None:
                 self._parser = LineParser(options, self._schema)
-        rows, records = self._pending, self._pending_records
-        self._pending, self._pending_records, self._pending_bytes = [], [], 0
-        self._count -= len(rows)
+        rows, records = self._take_held()
         self._convert(rows, records, earlier=self._call_start)
 
     def _convert(self, rows: list[Any], records: Sequence[Record], earlier: int = 0) -> None:
@@ -302,7 +272,7 @@ class ParquetWriter(RowFileWriter):
         """Take ``batch`` through the cheapest form that gives this file the same rows.
 
         Until the schema is frozen, records go one by one, and only as many as freezing needs (the
-        first row tells whether the schema is given; inferred schemas freeze at ``_FREEZE_ROWS``),
+        first row tells whether the schema is given; inferred schemas freeze at ``FREEZE_ROWS``),
         so a file's schema never depends on how records were batched. After that, the batch's
         cheap form when the file can take it whole (see :meth:`_cheap_rows`), else one by one.
         """
@@ -318,7 +288,7 @@ class ParquetWriter(RowFileWriter):
                     return total
                 chunk = part
             else:
-                want = max(1, _FREEZE_ROWS - len(self._pending)) if self._pending else 1
+                want = max(1, self._freeze_at() - len(self._pending)) if self._pending else 1
                 chunk = part.slice(0, want) if want < len(part) else part
             try:
                 taken = self._write_records(chunk.records())
@@ -403,7 +373,7 @@ class ParquetWriter(RowFileWriter):
     @property
     def bytes_written(self) -> int:
         # buffered Arrow bytes shrink when encoded and compressed; never report a drop
-        buffered = self._batch_bytes + self._pending_bytes + _ROW_ESTIMATE * len(self._small)
+        buffered = self._batch_bytes + self._pending_bytes + ROW_ESTIMATE * len(self._small)
         if self._out is not None and not self._out.closed:
             self._encoded = self._out.tell()
         self._reported = max(self._reported, self._encoded + buffered)
@@ -413,7 +383,7 @@ class ParquetWriter(RowFileWriter):
         self._call_start = self._buffered()  # every row came from a write() that returned
         if self._schema is None:
             if self._pending:
-                self._freeze()
+                self._fix()
             else:
                 self._schema = pa.schema([])
         self._convert_small()

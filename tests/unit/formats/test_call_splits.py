@@ -170,11 +170,9 @@ def test_any_split_gives_the_files_of_one_call(
     rows: list[dict[str, Any]], sizes: list[int], fmt: StoreFormat,
 ) -> None:
     """Arbitrary flat schemaless records (types that merge, roll or fail) with a freeze after 10 rows."""
-    import formats.avro_format as avro_format
-    import formats.parquet_format as parquet_format
+    import formats._rows as rows_module
 
-    monkeypatch.setattr(parquet_format, "_FREEZE_ROWS", 10)
-    monkeypatch.setattr(avro_format, "_FREEZE_ROWS", 10)
+    monkeypatch.setattr(rows_module, "FREEZE_ROWS", 10)
     records = [record(i, t) for i, t in enumerate(texts(rows))]
     one_call = write_split(tmp_path_factory.mktemp("one"), fmt, records, [len(records)])
     sliced = write_split(tmp_path_factory.mktemp("sliced"), fmt, records, sizes)
