@@ -25,6 +25,7 @@ system-deps:
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
 test: $(STAMP) system-deps lint

@@ -133,6 +133,7 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
             ("json_to_json_local", json_small, "JSON", jc, local, local_keys, local_poll),
             ("json_to_parquet_local", json_small, "PARQUET", jc, local, local_keys, local_poll),
             ("avro_to_parquet_local", avro, "PARQUET", ac, local, local_keys, local_poll),
+            ("avro_to_json_local", avro, "JSON", ac, local, local_keys, local_poll),
             ("json_to_avro_local", json_small, "AVRO", jc, local, local_keys, local_poll),
             ("json_to_parquet_s3", json_small, "PARQUET", jc, s3_conf, s3_keys, s3_poll),
             ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys, local_poll),

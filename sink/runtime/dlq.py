@@ -77,7 +77,7 @@ class DeadLetterQueue:
                 (_PREFIX + "connector.name", self.connector.encode()),
                 (_PREFIX + "task.id", str(self.task_id).encode()),
                 (_PREFIX + "stage", stage.encode()),
-                (_PREFIX + "class.name", b"sink.task.task.SinkTask"),
+                (_PREFIX + "class.name", b"sink.task.SinkTask"),
                 (_PREFIX + "exception.class.name", type(error).__qualname__.encode()),
                 (_PREFIX + "exception.message", str(error).encode()),
                 (_PREFIX + "exception.stacktrace", "".join(traceback.format_exception(error)).encode()),
