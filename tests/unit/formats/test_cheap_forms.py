@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import formats.avro_format as avro_format
 import formats.parquet_format as parquet_format
@@ -389,3 +391,32 @@ def test_a_lone_surrogate_is_a_record_error_in_text_formats(tmp_path: Path, fmt:
     assert outcome.failed is None
     written = b"".join(f["bytes"] for f in outcome.files)
     assert written.count(b"a") == 1 and written.count(b"c") == 1
+
+
+@settings(
+    max_examples=60, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    fmt=st.sampled_from([f for f in SETTINGS if f != "BYTES"]),
+    value=st.sampled_from(list(STREAMS)),
+    key=st.sampled_from(["bytes", "string"]),
+    poll_sizes=st.lists(st.integers(1, 80), min_size=1, max_size=5),
+    rooms=st.lists(st.integers(1, 80), max_size=4),
+    start=st.integers(0, 60),
+)
+def test_any_polls_and_slices_of_the_streams_give_the_per_record_files(
+    tmp_path_factory: pytest.TempPathFactory, small_freeze: None,
+    fmt: str, value: str, key: str, poll_sizes: list[int], rooms: list[int], start: int,
+) -> None:
+    """The streams above from any point on, in any consumer polls and flush.count slices (BYTES,
+    one file per record, is left to the fixed cases: it makes hundreds of files per example)."""
+    values = STREAMS[value]()[start:]
+    if fmt in TEXT_ONLY:
+        values = [v for v in values if v is None or b"\\ud" not in v]
+    items = messages(values, keys(key, len(values)), headers)
+    per_record, cheap = builders(partial(value_converter, value, REGISTRY), partial(key_converter, key))
+    directory = tmp_path_factory.mktemp("any")
+    reference = sink(directory / "per-record", SETTINGS[fmt], per_record, items, poll_sizes, rooms)
+    outcome = sink(directory / "cheap", SETTINGS[fmt], cheap, items, poll_sizes, rooms)
+    assert_same(reference, outcome)
