@@ -344,3 +344,44 @@ def test_a_cheap_avro_batch_holds_exactly_the_per_record_records(
             assert rows.to_pylist() == [r.value for r in records]
             assert all(r.value_schema == schema for r in records)
             event("columns used")
+
+
+def _varint(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = b""
+    while True:
+        byte = z & 0x7F
+        z >>= 7
+        if z:
+            out += bytes([byte | 0x80])
+        else:
+            return out + bytes([byte])
+
+
+_HEADER = b"\x00\x00\x00\x00\x07"
+_DAMAGED = {
+    "truncated-body": lambda good: good[:-1],
+    "a-byte-left-over": lambda good: good + b"\x00",
+    "header-only": lambda good: _HEADER,
+    "invalid-utf-8-string": lambda good: _HEADER + _varint(5) + b"\x02" + _varint(2) + b"\xff\xfe",
+    "union-branch-2": lambda good: _HEADER + _varint(5) + b"\x04" + _varint(1) + b"x",
+    "negative-string-length": lambda good: _HEADER + _varint(5) + b"\x02" + _varint(-1) + b"x",
+    "varint-longer-than-10-bytes": lambda good: _HEADER + b"\xff" * 10 + b"\x01" + b"\x00",
+}
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGED.values()), ids=list(_DAMAGED))
+def test_a_damaged_avro_body_is_decided_as_per_record(damage: Any) -> None:
+    """The run keeps its schema id (the header is fine), so only decoding can tell: the columns
+    are then absent, and the records (and the damaged one's error, if fastavro finds one) are
+    the per-record ones."""
+    values: list[bytes | None] = [avro(7, i) for i in range(6)]
+    values[3] = damage(values[3])
+    msgs = messages(values)
+    converter = _shared_avro_converter()
+    cheap = build(ByteArrayConverter(), converter, msgs)
+    reference = build(ByteArrayConverter(), converter, msgs, cheap_forms=False)
+    assert outcomes(cheap) == outcomes(reference)
+    (batch,) = cheap
+    assert batch.avro_columns() is None  # a body that does not decode cleanly is left to fastavro
+    assert batch.slice(0, 3).avro_columns() is None  # decoded once per consumed run, not per slice
