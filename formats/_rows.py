@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from formats._file import StagingWriter
+from formats._unicode import lone_surrogate, surrogate_error, value_surrogate
 from formats.base import FormatError, FormatSettings, Record, RecordFormatError
 from formats.envelope import envelope_avro_schema, envelope_row
 from formats.schema_evolution import Decision, SchemaEvolution, project
@@ -24,10 +25,6 @@ __all__ = ["RowBuilder", "RowFileWriter", "row_error"]
 
 
 _FLAT_TYPES = frozenset((str, float, bool, int, type(None)))
-_ESCAPED = b"\\u"
-"""A ``\\uXXXX`` escape in JSON text, which may decode to a lone UTF-16 surrogate."""
-_SURROGATE_LEAD = b"\xed"
-"""The first byte of a UTF-8 encoded surrogate, which ``json.loads`` decodes with surrogatepass."""
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63
 _Shape = tuple[tuple[Any, ...], tuple[type, ...]]
 
@@ -47,43 +44,6 @@ def _flat_shape(value: dict[Any, Any]) -> _Shape | None:
             if type(item) is int and not _LONG_MIN <= item < _LONG_MAX:
                 return None  # no Avro long: infer() raises the error
     return tuple(value), types
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    """The first text in ``value`` (keys included) that is not valid Unicode, or None.
-
-    ``json.loads`` turns ``"\\ud800"`` into a Python string with a lone surrogate. No file format
-    can store it as text (UTF-8 has no encoding for it), so such a record is refused when it is
-    taken, in its own call, rather than failing a later conversion of rows already accepted.
-    """
-    if type(value) is str:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            bad = _lone_surrogate(key) or _lone_surrogate(item)
-            if bad is not None:
-                return bad
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            bad = _lone_surrogate(item)
-            if bad is not None:
-                return bad
-    return None
-
-
-def _surrogate_error(
-    record: Record, index: int, part: str, text: str, format_name: str
-) -> RecordFormatError:
-    return RecordFormatError(
-        f"the record {part} holds text with a lone UTF-16 surrogate ({text!r}), which is not valid "
-        f"Unicode and cannot be written as {format_name}",
-        record,
-        index,
-    )
 
 
 class _Part:
@@ -131,7 +91,8 @@ class _Part:
             self.mode = "inferred"
             self.inferred = merged
             self.shape = self.pending_shape
-        elif schema is not None and self.mode is None:
+        elif schema is not None and self.mode is None and self.evolution.current is not None:
+            # (a null value with a schema decided nothing: the part is still "only nulls so far")
             self.mode = "given"
 
     def schema(self) -> Any:
@@ -185,15 +146,13 @@ class RowBuilder:
                     index,
                 )
             if record.value_schema is None and value is not None:
-                raw = record.raw_value
-                if raw is None or _ESCAPED in raw or _SURROGATE_LEAD in raw:  # C-level prefilter
-                    bad = _lone_surrogate(value)
-                    if bad is not None:
-                        raise _surrogate_error(record, index, "value", bad, self.format_name)
-            if key_part is not None and record.key_schema is None and record.key is not None:
-                bad = _lone_surrogate(record.key)
+                bad = value_surrogate(record)
                 if bad is not None:
-                    raise _surrogate_error(record, index, "key", bad, self.format_name)
+                    raise surrogate_error(record, index, "value", bad, self.format_name)
+            if key_part is not None and record.key_schema is None and record.key is not None:
+                bad = lone_surrogate(record.key)
+                if bad is not None:
+                    raise surrogate_error(record, index, "key", bad, self.format_name)
             try:
                 decision, merged = (
                     value_part.check(value, record.value_schema, self.frozen)

@@ -93,6 +93,10 @@ class Batch(Protocol):
         """The values decoded column by column into Arrow, and the Avro schema they were written
         with (values of one flat record schema only)."""
 
+    def avro_schema(self) -> tuple[Any, pa.Schema] | None:
+        """The Avro schema :meth:`avro_columns` would give and its Arrow schema, without decoding
+        anything: whether the columns would fit is known before they are paid for."""
+
     def whole(self) -> tuple[Self, int]:
         """The batch this one was sliced from (itself when not sliced) and where it starts in it,
         so work done once on the whole batch (see :meth:`memo`) serves every slice of it."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from formats._file import StagingWriter
+from formats._unicode import surrogate_error, text_surrogate
 from formats.base import Batch, FileFormat, FormatWriter, RecordFormatError
 
 __all__ = ["BytesFormat", "BytesWriter"]
@@ -27,6 +28,9 @@ class BytesWriter(StagingWriter):
         record = batch.records()[0]
         value = record.value
         if isinstance(value, str):
+            bad = text_surrogate(value)
+            if bad is not None:
+                raise surrogate_error(record, 0, "value", bad, "BYTES")
             value = value.encode("utf-8")
         elif value is not None and not isinstance(value, bytes | bytearray | memoryview):
             raise RecordFormatError(

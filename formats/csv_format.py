@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from formats._file import StagingWriter
+from formats._unicode import surrogate_error, value_surrogate
 from formats.avro_schemas import non_null_branch
 from formats.base import Batch, FileFormat, FormatSettings, FormatWriter, Record, RecordFormatError
 from formats.json_values import dumps
@@ -67,6 +68,7 @@ class CsvWriter(StagingWriter):
     def __init__(self, path: Path, settings: FormatSettings, headers: bool) -> None:
         super().__init__(path)
         self._headers = headers
+        self._format_name = "CSV_WITHHEADERS" if headers else "CSV"
         self._mode = (settings.schema_compatibility or "NONE").upper()
         self._evolution = SchemaEvolution(self._mode)
         self._columns: tuple[str, ...] | None = None
@@ -116,6 +118,9 @@ class CsvWriter(StagingWriter):
                         record,
                         index,
                     )
+                bad = value_surrogate(record)
+                if bad is not None:
+                    raise surrogate_error(record, index, "value", bad, self._format_name)
                 if not self._fits(record, value):
                     break
                 rows.append([_cell(value.get(c)) for c in self._columns or ()])

@@ -324,20 +324,20 @@ class ParquetWriter(RowFileWriter):
                 return None
             # a line elsewhere in the consumed batch does not fit this file: try this slice alone
             return parser.checked_batch(batch)
+        value = self._rows.value
+        if self._settings.envelope is not None or value.mode != "given" or self._wrap or self._uuids:
+            return None
+        described = batch.avro_schema()  # decide before anything is decoded
+        if (
+            described is None
+            or value.evolution.decide(described[0]) is not Decision.SAME
+            or not described[1].equals(self._schema)
+        ):
+            return None
         columns = batch.avro_columns()
         if columns is None:
             return None
-        rows, schema = columns
-        value = self._rows.value
-        if (
-            self._settings.envelope is not None
-            or value.mode != "given"
-            or self._wrap
-            or self._uuids
-            or value.evolution.decide(schema) is not Decision.SAME
-            or not rows.schema.equals(self._schema)
-        ):
-            return None
+        rows = columns[0]
         return pa.Table.from_batches([rows])
 
     def _first_bad(self, rows: list[Any]) -> int:

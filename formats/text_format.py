@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from formats._file import StagingWriter
+from formats._unicode import surrogate_error, text_surrogate
 from formats.base import Batch, FileFormat, FormatWriter, Record, RecordFormatError
 
 __all__ = ["TextFormat", "TextWriter"]
@@ -35,6 +36,9 @@ class TextWriter(StagingWriter):
                     raise RecordFormatError(
                         f"Text format is only for output of kafka string values, got {kind}", record, index
                     )
+                bad = text_surrogate(value)
+                if bad is not None:
+                    raise surrogate_error(record, index, "value", bad, "TEXT")
                 if "\n" in value or "\r" in value:
                     raise RecordFormatError(
                         "the string value contains a line break, which STOREAS TEXT cannot represent "

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import formats.parquet_format as parquet_format
+import formats._rows as rows_module
 from formats import FormatSettings, get_format
 from kcql.model import EnvelopeFields, StoreFormat
 from sink.records.converters import JsonConverter, StringConverter
@@ -79,7 +79,7 @@ def _bytes_converter() -> Any:
 @pytest.fixture
 def small_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
     """A schemaless Parquet file fixes its schema after 1,000 rows; 20 keeps examples small."""
-    monkeypatch.setattr(parquet_format, "_FREEZE_ROWS", FREEZE)
+    monkeypatch.setattr(rows_module, "FREEZE_ROWS", FREEZE)
 
 
 @pytest.fixture
