@@ -155,6 +155,16 @@ class Source:
         part: list[bytes] = list(map(_value, self.messages[start:stop]))  # type: ignore[arg-type,index]
         return data if valid_lines(part, data) else None
 
+    def avro_schema(self) -> tuple[Any, pa.Schema] | None:
+        """The values' writer schema and its Arrow schema (a registry lookup, cached; no decoding)."""
+        if self.avro is None:
+            return None
+        try:
+            columns = self.avro()
+        except Exception:  # noqa: BLE001 - the per-record path reports registry problems per record
+            return None
+        return None if columns is None else (columns[0], columns[2])
+
     def avro_columns(self, start: int, stop: int) -> tuple[pa.RecordBatch, Any] | None:
         if self.avro is None or not self.keys_ok(start, stop):
             return None
@@ -330,6 +340,10 @@ class RecordBatch:
     def avro_columns(self) -> tuple[pa.RecordBatch, Any] | None:
         """See ``formats.base.Batch.avro_columns``."""
         return self._src.avro_columns(self._start, self._stop)
+
+    def avro_schema(self) -> tuple[Any, pa.Schema] | None:
+        """See ``formats.base.Batch.avro_schema``."""
+        return self._src.avro_schema()
 
     # -- slices and shared work -----------------------------------------------------------------
 

@@ -12,12 +12,16 @@ Framing is not validity. :func:`valid_lines` checks that every line is a JSON do
 converter would accept, in one msgspec call over the whole run (a tenth of a microsecond per
 record): the values are parsed as one JSON array into raw slices, and each slice must be exactly
 one value's bytes (so no value can hide two documents, or half of one), and the text must be
-UTF-8. A run that fails the check is written record by record, and the converter reports the bad
-record to the error policy.
+UTF-8. Where msgspec is more lenient than ``json.loads`` (integers longer than Python converts,
+nesting deeper than its recursion limit) the run is refused too; where it is stricter (NaN, lone
+surrogates) likewise. A refused run only costs speed: its records are then converted one by one,
+exactly as the converter decides, and the converter reports the bad record to the error policy.
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
 
 import msgspec
@@ -27,6 +31,9 @@ __all__ = ["JsonRun", "json_runs", "valid_lines"]
 
 _NL, _OPEN, _CLOSE = ord("\n"), ord("{"), ord("}")
 _RAW_ARRAY = msgspec.json.Decoder(list[msgspec.Raw])
+_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (_INT_DIGITS + 1))
+"""A run of digits longer than Python converts to an int (only values that long can hold one)."""
 
 JsonRun = tuple[int, int, bytes | None]
 """``(start, stop, text)``: values ``start`` to ``stop`` of the list given to :func:`json_runs`,
@@ -95,10 +102,13 @@ def valid_lines(values: Sequence[bytes], data: bytes) -> bool:
     parts[-1] = parts[-1] + b"]"
     try:
         raws = _RAW_ARRAY.decode(b",".join(parts))
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nested too deep: json.loads decides
         return False
-    if len(raws) != len(values) or list(map(len, raws)) != list(map(len, values)):
+    lengths = list(map(len, values))
+    if len(raws) != len(values) or list(map(len, raws)) != lengths:
         return False
+    if max(lengths) > _INT_DIGITS and any(map(_LONG_DIGITS.search, values)):
+        return False  # json.loads refuses integers this long (sys.get_int_max_str_digits)
     if data.isascii():
         return True
     try:

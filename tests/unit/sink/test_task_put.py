@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Message
 
+import formats._rows as rows_module
 import formats.json_format as json_format
 import formats.parquet_format as parquet_format
 from kcql.errors import RecordError, SinkError
@@ -365,7 +366,7 @@ def test_parquet_files_roll_over_with_the_schema_fixed_anew_as_per_record(
 ) -> None:
     """flush.count 7 and schemas fixed after 5 rows: a batch fills the open file, and each next
     file takes its first rows one by one."""
-    monkeypatch.setattr(parquet_format, "_FREEZE_ROWS", 5)
+    monkeypatch.setattr(rows_module, "FREEZE_ROWS", 5)
     msgs = messages([row(i) for i in range(25)])
     results = sink_all(tmp_path, plan_for(StoreFormat.PARQUET, count=7), [msgs[:5], msgs[5:]])
     reference = assert_same(results, same_bytes=False)
