@@ -60,6 +60,8 @@ class CommitQueue(Generic[W]):
         self._failed: dict[TopicPartition, BaseException] = {}
         """A partition whose commit failed: no later file of it may be committed."""
         self._unreported: dict[TopicPartition, BaseException] = {}
+        self._reported: set[TopicPartition] = set()
+        """Partitions whose failure :meth:`take_error` gave out (once is enough)."""
         self._pool: ThreadPoolExecutor | None = None
 
     def __len__(self) -> int:
@@ -115,7 +117,8 @@ class CommitQueue(Generic[W]):
                 while jobs and jobs[0].future is not None and jobs[0].future.done():
                     error = jobs[0].future.exception()
                     if error is not None:
-                        self._unreported.setdefault(tp, error)
+                        if tp not in self._reported:
+                            self._unreported.setdefault(tp, error)
                         break
                     done.append(jobs.pop(0))
                 if not jobs:
@@ -137,6 +140,7 @@ class CommitQueue(Generic[W]):
             if not self._unreported:
                 return None
             tp = next(iter(self._unreported))
+            self._reported.add(tp)
             return tp, self._unreported.pop(tp)
 
     def forget(self, tp: TopicPartition) -> list[CommitJob[W]]:
@@ -147,6 +151,7 @@ class CommitQueue(Generic[W]):
             left = self._jobs.pop(tp, [])
             self._failed.pop(tp, None)
             self._unreported.pop(tp, None)
+            self._reported.discard(tp)
         return left
 
     def close(self) -> None:
@@ -158,3 +163,4 @@ class CommitQueue(Generic[W]):
         with self._lock:
             self._failed.clear()
             self._unreported.clear()
+            self._reported.clear()

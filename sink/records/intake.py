@@ -85,7 +85,7 @@ class BatchBuilder:
 
     def _convert_null(self, msg: Message) -> SinkRecord:
         record = self.converter.convert(msg)
-        if record.value is None and record.raw_value is None:
+        if record.value is None:  # a tombstone, or a value that converts to null (JSON null text)
             if self.null_values == "ignore":
                 raise NullValueSkipped(
                     f"null value at {record.where} skipped (behavior.on.null.values=ignore)",

@@ -138,6 +138,8 @@ def test_a_failed_commit_stops_every_later_job_of_its_partition_and_only_of_it(
     assert queue.failure(TP0) is error and queue.failure(TP1) is None
     assert queue.first_offset(TP0) == 0
     assert queue.take_error() == (TP0, error)
+    assert queue.take_error() is None  # reported once; failure() still says why the partition is stuck
+    assert queue.failure(TP0) is error
     # a job handed over once the failure is known is not committed either
     late = job(TP0, "p0-late", 200)
     queue.submit(late)

@@ -229,6 +229,16 @@ def test_ignore_skips_a_value_that_converts_to_null() -> None:
     assert written.records()[1].value is None
 
 
+def test_ignore_skips_schemaless_json_null_text_too() -> None:
+    """``null`` is a present value the schemaless JsonConverter converts to null (Connect's
+    SinkRecord.value() == null), so ``ignore`` skips it like a tombstone."""
+    msgs = messages([b'{"a":1}', b"null", b'{"b":2}'])
+    batches = build(ByteArrayConverter(), JsonConverter(False), msgs, null_values="ignore")
+    views = [b.records() for b in batches]
+    with pytest.raises(NullValueSkipped):
+        [record for view in views for record in view]
+
+
 @pytest.mark.parametrize("cheap", [True, False])
 def test_fail_makes_a_tombstone_a_record_error_of_the_per_record_view(cheap: bool) -> None:
     values: list[bytes | None] = [GOOD, GOOD, None, GOOD]
