@@ -147,7 +147,7 @@ CORPUS: tuple[BrokenConfig, ...] = (
     ),
     _kcql(
         "kcql-bad-padding",
-        "INSERT INTO bkt:p SELECT * FROM orders PROPERTIES('padding.length.offset'=-3)",
+        "INSERT INTO bkt:p SELECT * FROM orders PROPERTIES('padding.length.offset'='twelve')",
         "padding",
     ),
     _kcql(
