@@ -7,9 +7,10 @@ Connect's own (``key.converter``, ``value.converter``, ``value.converter.schemas
 * ``org.apache.kafka.connect.storage.StringConverter``: UTF-8 text (``converter.encoding``);
 * ``org.apache.kafka.connect.converters.ByteArrayConverter``: bytes as they are;
 * ``org.apache.kafka.connect.json.JsonConverter``: ``schemas.enable=true`` reads the
-  ``{"schema": .., "payload": ..}`` envelope and translates the Connect schema into an Avro schema
-  the way Confluent's ``AvroData`` does (the project's single schema language, see
-  :mod:`sink.records.record`); ``false`` reads plain JSON and keeps the original bytes in
+  ``{"schema": .., "payload": ..}`` envelope as Kafka's JsonConverter does and translates the
+  Connect schema into an Avro schema the way Confluent's ``AvroData`` does (the project's single
+  schema language, see :mod:`sink.records.record`; details in :mod:`sink.records.connect_json`),
+  ``replace.null.with.default`` as in Connect; ``false`` reads plain JSON and keeps the original bytes in
   ``SinkRecord.raw_value`` so the JSON format writes them through. When nothing downstream needs
   the parsed value (JSON output without envelope, no PARTITIONBY on value fields) the value is
   not parsed at all: ``value`` then holds the raw bytes too (see :data:`UNPARSED_JSON`);
@@ -27,16 +28,14 @@ default ``true`` applies.
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
 from typing import Any, Protocol
 
 from kcql.errors import ConfigProblem, RecordError, Stage
+from sink.records.connect_json import EnvelopeReader, connect_schema_to_avro
 from sink.records.record import Schema, SinkRecord
 
 __all__ = [
@@ -143,242 +142,29 @@ class ByteArrayConverter:
         return bytes(data), "bytes"
 
 
-# --------------------------------------------------------------------------- Connect schema → Avro
-
-_CONNECT_NS = "io.confluent.connect.avro"
-_DECIMAL = "org.apache.kafka.connect.data.Decimal"
-_DATE = "org.apache.kafka.connect.data.Date"
-_TIME = "org.apache.kafka.connect.data.Time"
-_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
-_PRIMITIVES = {
-    "int8": "int",
-    "int16": "int",
-    "int32": "int",
-    "int64": "long",
-    "float32": "float",
-    "float64": "double",
-    "boolean": "boolean",
-    "string": "string",
-    "bytes": "bytes",
-}
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_EPOCH_DATE = date(1970, 1, 1)
-
-Fixer = Callable[[Any], Any]
-"""Turns a JSON payload value into the Python value fastavro would decode for the Avro schema."""
-
-
-class _Namer:
-    """Gives unnamed Connect structs AvroData's names: ConnectDefault, ConnectDefault2, ..."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def next(self) -> str:
-        self.count += 1
-        return "ConnectDefault" if self.count == 1 else f"ConnectDefault{self.count}"
-
-
-def connect_schema_to_avro(schema: Mapping[str, Any]) -> Schema:
-    """Translate a Connect JSON schema (``JsonConverter`` envelope) into an Avro schema.
-
-    Follows Confluent's ``AvroData.fromConnectSchema``: optional types become ``["null", T]``
-    with a null default, int8/int16 keep a ``connect.type`` hint, unnamed structs are records named
-    ``ConnectDefault`` in namespace ``io.confluent.connect.avro``, maps with non-string keys become
-    arrays of ``MapEntry`` records, and Decimal/Date/Time/Timestamp become Avro logical types.
-
-    Raises:
-        ValueError: the schema is not a valid Connect schema.
-    """
-    return _to_avro(schema, _Namer())[0]
-
-
-def _to_avro(schema: Any, namer: _Namer) -> tuple[Schema, Fixer | None]:
-    if not isinstance(schema, Mapping) or "type" not in schema:
-        raise ValueError(f"not a Connect schema: {json.dumps(schema)[:200]}")
-    ctype = schema["type"]
-    name = schema.get("name")
-    params = schema.get("parameters") or {}
-    fixer: Fixer | None = None
-    avro: Schema
-    if name == _DECIMAL:
-        scale = int(params.get("scale", 0))
-        precision = int(params.get("connect.decimal.precision", 64))
-        avro = {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale}
-        fixer = _decimal_fixer(scale)
-    elif name == _DATE:
-        avro = {"type": "int", "logicalType": "date"}
-        fixer = _fix_date
-    elif name == _TIME:
-        avro = {"type": "int", "logicalType": "time-millis"}
-        fixer = _fix_time
-    elif name == _TIMESTAMP:
-        avro = {"type": "long", "logicalType": "timestamp-millis"}
-        fixer = _fix_timestamp
-    elif ctype in _PRIMITIVES:
-        base = _PRIMITIVES[ctype]
-        avro = {"type": base, "connect.type": ctype} if ctype in ("int8", "int16") else base
-        if ctype == "bytes":
-            fixer = _fix_bytes
-        elif ctype in ("float32", "float64"):
-            fixer = float
-    elif ctype == "array":
-        items, item_fix = _to_avro(schema.get("items"), namer)
-        avro = {"type": "array", "items": items}
-        if item_fix is not None:
-            fixer = _list_fixer(item_fix)
-    elif ctype == "map":
-        key_avro, key_fix = _to_avro(schema.get("keys"), namer)
-        val_avro, val_fix = _to_avro(schema.get("values"), namer)
-        if key_avro == "string":
-            avro = {"type": "map", "values": val_avro}
-            if val_fix is not None:
-                fixer = _map_fixer(val_fix)
-        else:  # AvroData: array of MapEntry {key, value}; Connect JSON writes [[k, v], ...]
-            avro = {
-                "type": "array",
-                "items": {
-                    "type": "record",
-                    "name": "MapEntry",
-                    "namespace": _CONNECT_NS,
-                    "fields": [{"name": "key", "type": key_avro}, {"name": "value", "type": val_avro}],
-                },
-            }
-            fixer = _entries_fixer(key_fix, val_fix)
-    elif ctype == "struct":
-        if name:  # named before the fields: AvroData numbers unnamed structs outside-in
-            namespace, _, short = str(name).rpartition(".")
-        else:
-            namespace, short = _CONNECT_NS, namer.next()
-        fields = []
-        fixes: list[tuple[str, Fixer]] = []
-        for field in schema.get("fields") or []:
-            fname = field.get("field")
-            if not isinstance(fname, str):
-                msg = f"struct field without a name: {json.dumps(field)[:200]}"
-                raise ValueError(msg)  # noqa: TRY004 - a bad document, reported as a conversion error
-            favro, ffix = _to_avro(field, namer)
-            entry: dict[str, Any] = {"name": fname, "type": favro}
-            if field.get("optional"):
-                entry["default"] = None
-            elif "default" in field:
-                entry["default"] = field["default"]
-            fields.append(entry)
-            if ffix is not None:
-                fixes.append((fname, ffix))
-        record: dict[str, Any] = {"type": "record", "name": short, "fields": fields}
-        if namespace:
-            record["namespace"] = namespace
-        if schema.get("doc"):
-            record["doc"] = schema["doc"]
-        avro = record
-        if fixes:
-            fixer = _struct_fixer(tuple(fixes))
-    else:
-        raise ValueError(f"unknown Connect schema type {ctype!r}")
-    if schema.get("optional"):
-        avro = ["null", avro]
-        if fixer is not None:
-            fixer = _optional(fixer)
-    return avro, fixer
-
-
-def _optional(fix: Fixer) -> Fixer:
-    return lambda v: None if v is None else fix(v)
-
-
-def _fix_bytes(v: Any) -> Any:
-    return base64.b64decode(v) if isinstance(v, str) else v
-
-
-def _decimal_fixer(scale: int) -> Fixer:
-    def fix(v: Any) -> Any:
-        if v is None:
-            return None
-        if isinstance(v, str):  # decimal.format=BASE64 (Connect's default): unscaled two's complement
-            unscaled = int.from_bytes(base64.b64decode(v), "big", signed=True)
-            return Decimal(unscaled).scaleb(-scale)
-        return Decimal(str(v)).quantize(Decimal(1).scaleb(-scale))  # decimal.format=NUMERIC
-
-    return fix
-
-
-def _fix_date(v: Any) -> Any:
-    return None if v is None else _EPOCH_DATE + timedelta(days=int(v))
-
-
-def _fix_time(v: Any) -> Any:
-    return None if v is None else (_EPOCH + timedelta(milliseconds=int(v))).time()
-
-
-def _fix_timestamp(v: Any) -> Any:
-    return None if v is None else _EPOCH + timedelta(milliseconds=int(v))
-
-
-def _list_fixer(fix: Fixer) -> Fixer:
-    return lambda v: None if v is None else [fix(x) for x in v]
-
-
-def _map_fixer(fix: Fixer) -> Fixer:
-    return lambda v: None if v is None else {k: fix(x) for k, x in v.items()}
-
-
-def _entries_fixer(kfix: Fixer | None, vfix: Fixer | None) -> Fixer:
-    kf = kfix or (lambda x: x)
-    vf = vfix or (lambda x: x)
-
-    def fix(v: Any) -> Any:
-        if v is None:
-            return None
-        pairs = v.items() if isinstance(v, Mapping) else v
-        return [{"key": kf(k), "value": vf(x)} for k, x in pairs]
-
-    return fix
-
-
-def _struct_fixer(fixes: tuple[tuple[str, Fixer], ...]) -> Fixer:
-    def fix(v: Any) -> Any:
-        if v is None:
-            return None
-        for name, f in fixes:
-            if name in v:
-                v[name] = f(v[name])
-        return v
-
-    return fix
+# --------------------------------------------------------------------------- Connect JSON
 
 
 class JsonConverter:
-    """Connect's JsonConverter, with or without the ``{"schema", "payload"}`` envelope."""
+    """Connect's JsonConverter, with or without the ``{"schema", "payload"}`` envelope.
 
-    def __init__(self, schemas_enable: bool) -> None:
+    With the envelope, documents are read as Kafka's JsonConverter reads them and the Connect
+    schema becomes the Avro schema Confluent's AvroData makes of it (:mod:`sink.records.connect_json`).
+
+    Args:
+        schemas_enable: ``schemas.enable``.
+        replace_null_with_default: ``replace.null.with.default`` (Connect's default ``true``): a
+            null or missing value of a schema with a default takes the default.
+    """
+
+    def __init__(self, schemas_enable: bool, replace_null_with_default: bool = True) -> None:
         self.schemas_enable = schemas_enable
-        self._cache: dict[str, tuple[Schema, Fixer | None]] = {}
+        self._envelopes = EnvelopeReader(replace_null_with_default)
 
     def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
-        doc = json.loads(data)
         if not self.schemas_enable:
-            return doc, None
-        if not isinstance(doc, dict) or set(doc) != {"schema", "payload"}:
-            raise ValueError(
-                'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
-                "contain additional fields. If you are trying to deserialize plain JSON data, set "
-                "schemas.enable=false in your converter configuration."
-            )
-        cschema, payload = doc["schema"], doc["payload"]
-        if cschema is None:
-            return payload, None
-        key = json.dumps(cschema, sort_keys=True, separators=(",", ":"))
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = _to_avro(cschema, _Namer())
-            if len(self._cache) > 1000:
-                self._cache.clear()
-            self._cache[key] = hit
-        avro, fixer = hit
-        if payload is None:
-            return None, avro
-        return (fixer(payload) if fixer is not None else payload), avro
+            return json.loads(data), None
+        return self._envelopes.read(data)
 
 
 _REGISTRY_CLIENT_KEYS = ("basic.auth.user.info", "basic.auth.credentials.source")
@@ -474,9 +260,15 @@ def converter_problems(
                 )
             )
             continue
-        enable = sub.get("schemas.enable")
-        if cls == JSON_CONVERTER and enable is not None and enable.strip().lower() not in ("true", "false"):
-            problems.append(ConfigProblem(f"{prefix}.schemas.enable", enable, "must be true or false"))
+        if cls == JSON_CONVERTER:
+            for key in ("schemas.enable", "replace.null.with.default"):
+                flag = sub.get(key)
+                if flag is not None and flag.strip().lower() not in ("true", "false"):
+                    problems.append(ConfigProblem(f"{prefix}.{key}", flag, "must be true or false"))
+            fmt = sub.get("decimal.format")
+            if fmt is not None and fmt.strip().upper() not in ("BASE64", "NUMERIC"):
+                # only chooses how Connect *writes* decimals; both are read, but Connect refuses others
+                problems.append(ConfigProblem(f"{prefix}.decimal.format", fmt, "must be BASE64 or NUMERIC"))
         if cls == AVRO_CONVERTER and not sub.get("schema.registry.url", "").strip():
             problems.append(
                 ConfigProblem(
@@ -508,7 +300,10 @@ def build_converter(cls: str, props: Mapping[str, str], prefix: str) -> Converte
         return ByteArrayConverter()
     if cls == JSON_CONVERTER:
         default = "true" if prefix in props else "false"
-        return JsonConverter(sub.get("schemas.enable", default).strip().lower() == "true")
+        return JsonConverter(
+            sub.get("schemas.enable", default).strip().lower() == "true",
+            sub.get("replace.null.with.default", "true").strip().lower() == "true",
+        )
     if cls == AVRO_CONVERTER:
         url = (sub.get("schema.registry.url") or "").split(",")[0].strip()
         if not url:
