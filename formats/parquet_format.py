@@ -220,15 +220,19 @@ class ParquetWriter(RowFileWriter):
     def _fix(self) -> None:
         avro, _ = self._rows.avro_schema()
         try:
-            self._schema = avro_to_arrow(avro)
+            schema = avro_to_arrow(avro)
+            validators = tuple(
+                (part, fastavro.parse_schema(given)) for part, given in self._rows.given_parts()
+            )
         except FormatError as exc:
             raise self._unusable_schema(str(exc), exc, "PARQUET") from exc
+        except Exception as exc:  # fastavro's SchemaParseException and friends: as AVRO reports them
+            message = f"the record's Avro schema cannot be used: {exc}"
+            raise self._unusable_schema(message, exc, "PARQUET") from exc
+        self._schema, self._validators = schema, validators
         self._wrap = value_column_schema(avro)
         # fastavro decodes uuid logical types to uuid.UUID, which Arrow will not take as a string
         self._uuids = '"uuid"' in json.dumps(avro)
-        self._validators = tuple(
-            (part, fastavro.parse_schema(schema)) for part, schema in self._rows.given_parts()
-        )
         if self._settings.envelope is None and self._rows.value.mode == "inferred" and not self._wrap:
             options = _line_parse_options(avro)
             if options is not None:

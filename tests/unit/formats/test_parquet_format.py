@@ -249,3 +249,18 @@ def test_small_calls_keep_order_and_report_bad_records_in_their_call(
     table = pq.read_table(path)
     ids = table.column("id" if envelope is None else "value").to_pylist()
     assert [i if envelope is None else i["id"] for i in ids] == list(range(300))
+
+
+def test_a_given_schema_fastavro_cannot_parse_is_a_record_error_and_the_writer_stays_usable(tmp_path):
+    """As in AVRO: the record is refused in its own call (not a raw SchemaParseException)."""
+    redefined = {
+        "type": "record", "name": "R",
+        "fields": [{"name": "a", "type": {"type": "record", "name": "R", "fields": []}}],
+    }
+    writer = get_format(FormatSettings(StoreFormat.PARQUET)).open(tmp_path / "f.parquet")
+    with pytest.raises(RecordFormatError, match="schema cannot be used") as info:
+        append(writer, [record(0, {"a": {}}, schema=redefined)])
+    assert info.value.index == 0 and writer.record_count == 0
+    assert append(writer, [record(1, {"id": 1})]) == 1
+    writer.close()
+    assert pq.read_table(tmp_path / "f.parquet").to_pylist() == [{"id": 1}]
