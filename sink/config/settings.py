@@ -12,14 +12,15 @@ Adding a concern (converters, error policy, Kafka client keys): write a dataclas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from kcql.errors import ConfigError, ConfigProblem
+from kcql.model import Padding, SinkPlan
 from sink.config.secrets import Secret, mask
-from sink.config.whole_numbers import JAVA_LONG_MIN, parse_whole_number
+from sink.config.whole_numbers import JAVA_INT_MAX, JAVA_LONG_MIN, parse_whole_number
 
 __all__ = [
     "DEFAULT_INDEXES_NAME",
@@ -183,6 +184,52 @@ class ConnectorSettings:
     storage: StorageSettings
     exactly_once: ExactlyOnceSettings
     writers: WriterSettings
+    padding: Padding | None = None
+    """``connect.s3.padding.strategy``/``.length``: the connector-wide (legacy) padding of offsets
+    in file names, for every statement; ``None`` when not set (each statement's own applies)."""
+
+
+MAX_PAD_LENGTH = 1024
+"""The longest padding kcql-sink writes (as for KCQL ``padding.length.*``): a name is no place for more."""
+
+PADDING_BOTH = (
+    "Unable to process both padding Kafka Connect config properties and KCQL properties. "
+    "Please use one or the other (KCQL 'padding.*' properties can do more)."
+)
+"""Lenses' refusal of a connector-wide padding next to a statement's ``padding.*`` properties."""
+
+
+def _parse_padding(reader: SettingsReader) -> Padding | None:
+    """Lenses' ``PaddingStrategySettings``: a strategy (any case) pads the offset only, with ``0``,
+    to ``connect.s3.padding.length`` (12 when below 0). Lenses ignores a strategy it does not
+    know; here it is a problem, so a typo does not silently change every file name."""
+    if not reader.raw("connect.s3.padding.strategy"):
+        return None
+    kind = reader.choice("connect.s3.padding.strategy", ("LeftPad", "RightPad", "NoOp"), "LeftPad")
+    length, raw = -1, reader.raw("connect.s3.padding.length")
+    if raw:
+        try:
+            length = parse_whole_number(raw, minimum=-JAVA_INT_MAX - 1, maximum=MAX_PAD_LENGTH)
+        except ValueError:
+            reader.problem("connect.s3.padding.length", raw, f"must be a whole number up to {MAX_PAD_LENGTH}")
+    offset = length if length >= 0 else 12
+    return Padding(type=kind, char="0", offset=offset, partition=None)  # type: ignore[arg-type]
+
+
+def with_connector_padding(
+    plans: Sequence[SinkPlan], settings: ConnectorSettings
+) -> tuple[tuple[SinkPlan, ...], list[ConfigProblem]]:
+    """The plans with the connector-wide padding applied, and the problem of a statement that has
+    its own ``padding.*`` properties too (Lenses refuses both at once)."""
+    padding = settings.padding
+    if padding is None:
+        return tuple(plans), []
+    problems = [
+        ConfigProblem("connect.s3.padding.strategy", plan.statement or plan.source, PADDING_BOTH)
+        for plan in plans
+        if any(key.lower().startswith("padding.") for key, _ in plan.properties)
+    ]
+    return tuple(replace(plan, padding=padding) for plan in plans), problems
 
 
 def _parse_storage(reader: SettingsReader) -> StorageSettings:
@@ -280,6 +327,7 @@ def parse_settings(props: Mapping[str, str]) -> ConnectorSettings:
         storage=reader.parse(_parse_storage),
         exactly_once=reader.parse(_parse_exactly_once),
         writers=reader.parse(_parse_writers),
+        padding=reader.parse(_parse_padding),
     )
     if reader.problems:
         raise ConfigError(reader.problems)

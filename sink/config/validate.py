@@ -21,7 +21,7 @@ from sink.config.consumer_overrides import consumer_override_problems
 from sink.config.errors import parse_error_settings
 from sink.config.files import normalise_aliases
 from sink.config.secrets import HIDDEN, is_secret_key, mask
-from sink.config.settings import SettingsReader, parse_settings, staging_problem
+from sink.config.settings import SettingsReader, parse_settings, staging_problem, with_connector_padding
 from sink.config.subscription import resolve_subscription
 from sink.config.whole_numbers import parse_whole_number
 
@@ -89,6 +89,7 @@ def validate(props: Mapping[str, str]) -> list[ConfigProblem]:
 
     normalised, _warnings, alias_problems = normalise_aliases(props)
     problems: list[ConfigProblem] = list(alias_problems)
+    settings = None
     try:
         settings = parse_settings(normalised)
     except ConfigError as exc:
@@ -97,6 +98,8 @@ def validate(props: Mapping[str, str]) -> list[ConfigProblem]:
         if (staging := staging_problem(settings)) is not None:
             problems.append(staging)
     plans = _compile_kcql(normalised, problems)
+    if settings is not None:
+        problems += with_connector_padding(plans, settings)[1]
     problems += _storage_problems(normalised, plans)
     problems += parse_error_settings(normalised)[1]
     problems += converter_problems(normalised)

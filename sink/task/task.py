@@ -43,7 +43,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kcql.errors import SinkError
+from kcql.errors import ConfigError, SinkError
 from kcql.model import SinkPlan
 from kcql.routing import plan_for_topic
 from partitioners import Partitioner, object_key
@@ -51,7 +51,7 @@ from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
 from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key
 from sink.commit.queue import CommitJob, CommitQueue
 from sink.commit.staging import StagingArea
-from sink.config.settings import ConnectorSettings, parse_settings
+from sink.config.settings import ConnectorSettings, parse_settings, with_connector_padding
 from sink.events import NO_OBSERVER, SinkObserver
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
@@ -144,7 +144,9 @@ class SinkTask:
 
             plans = parse(settings.kcql)
         self.settings = settings
-        self._plans = tuple(plans)
+        self._plans, padding_problems = with_connector_padding(plans, settings)
+        if padding_problems:
+            raise ConfigError(padding_problems)
         self._statements = compile_statements(settings, self._plans)
         self._storage = create_storage(settings.storage)
         for bucket in sorted({plan.bucket for plan in self._plans}):

@@ -311,3 +311,18 @@ def test_padded_converter_class_builds_through_build_converter() -> None:
 )
 def test_settings_whole_numbers_follow_the_same_rule(key: str, raw: str, ok: bool) -> None:
     assert keys(GOOD | {key: raw}) == ([] if ok else [key])
+
+
+def test_connector_wide_padding_keys() -> None:
+    left = {"connect.s3.padding.strategy": "LeftPad"}
+    assert validate(GOOD | left | {"connect.s3.padding.length": "-1"}) == []
+    assert keys(GOOD | {"connect.s3.padding.strategy": "Sideways"}) == ["connect.s3.padding.strategy"]
+    assert keys(GOOD | left | {"connect.s3.padding.length": "9999"}) == ["connect.s3.padding.length"]
+    both = GOOD | {
+        "connect.s3.padding.strategy": "LeftPad",
+        "connect.s3.kcql": (
+            "INSERT INTO lake:orders SELECT * FROM orders PROPERTIES('padding.length.offset'=3)"
+        ),
+    }
+    (problem,) = validate(both)
+    assert problem.key == "connect.s3.padding.strategy" and "Unable to process both padding" in problem.why

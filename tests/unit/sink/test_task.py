@@ -14,6 +14,7 @@ from typing import Any
 import fastavro
 import pytest
 
+import kcql
 from formats.base import RecordFormatError
 from kcql.errors import ConfigError, SinkError
 from kcql.model import FlushSettings, PartitionField, SinkPlan, StoreFormat
@@ -280,3 +281,25 @@ def test_staging_of_dead_tasks_is_removed_but_live_tasks_are_kept(tmp_path: Path
         fresh.close()
         live.close()
     assert not (tmp_path / "conn" / "live").exists()
+
+
+def test_connector_wide_padding_pads_offsets_only_as_lenses_reads_it(tmp_path: Path) -> None:
+    """Lenses' PaddingStrategySettings: connect.s3.padding.strategy (any case) pads the offset, with
+    0, to connect.s3.padding.length; the partition stays unpadded."""
+    plan = kcql.parse_one("INSERT INTO bkt:pre SELECT * FROM t PROPERTIES('flush.count'=2)")
+    padding = {"connect.s3.padding.strategy": "rightpad", "connect.s3.padding.length": "5"}
+    task = _start(tmp_path, plan, **padding)
+    try:
+        task.open([TP])
+        put_records(task, [rec(i) for i in range(2)])
+    finally:
+        task.stop()
+    assert sorted(_data(tmp_path)) == ["pre/t/0/10000_1000_1001.json"]
+
+
+def test_connector_wide_padding_and_a_statements_padding_properties_are_refused_together(
+    tmp_path: Path,
+) -> None:
+    plan = kcql.parse_one("INSERT INTO bkt:pre SELECT * FROM t PROPERTIES('padding.length.offset'=3)")
+    with pytest.raises(ConfigError, match="Unable to process both padding"):
+        _start(tmp_path, plan, **{"connect.s3.padding.strategy": "LeftPad"})
