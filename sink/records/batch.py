@@ -48,10 +48,13 @@ _timestamp = Message.timestamp
 
 def keys_are_text(messages: Sequence[Message]) -> bool:
     """Whether every non-null key decodes as UTF-8 (what the StringConverter would require)."""
+    # an ASCII separator ends any multi-byte sequence, so this fails iff one key does;
+    # filter(None, ...) drops null (and empty) keys without a Python-level loop
+    joined = b"\n".join(filter(None, map(_key, messages)))  # type: ignore[arg-type]
+    if joined.isascii():  # the common case, checked a word at a time
+        return True
     try:
-        # an ASCII separator ends any multi-byte sequence, so this fails iff one key does;
-        # filter(None, ...) drops null (and empty) keys without a Python-level loop
-        b"\n".join(filter(None, map(_key, messages))).decode("utf-8")  # type: ignore[arg-type]
+        joined.decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
@@ -63,7 +66,7 @@ class Source:
 
     __slots__ = (
         "_avro", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro", "check_json",
-        "check_keys", "convert", "executor", "json", "messages", "records",
+        "check_keys", "convert", "executor", "json", "messages", "records", "values",
     )
 
     def __init__(
@@ -73,6 +76,7 @@ class Source:
         convert: Convert | None = None,
         *,
         json: bytes | None = None,
+        values: list[bytes] | None = None,
         check_json: bool = True,
         avro: Callable[[], tuple[Any, Any, pa.Schema] | None] | None = None,
         check_keys: bool = False,
@@ -83,6 +87,8 @@ class Source:
         self.convert = convert
         self.json = json
         """The values joined by ``\\n`` when every one is a one-line JSON object."""
+        self.values = values
+        """The values of :attr:`json` (the builder has them already), or ``None``: read again."""
         self.check_json = check_json
         self.avro = avro
         """``() -> (writer schema, flat fields, Arrow schema)`` of the values' schema id, or None."""
@@ -148,7 +154,7 @@ class Source:
         if not checked or not self.check_json:
             return data
         if self._json_valid is None:
-            values: list[bytes] = list(map(_value, self.messages))  # type: ignore[arg-type]
+            values: list[bytes] = self.values or list(map(_value, self.messages))  # type: ignore[arg-type]
             self._json_valid = valid_lines(values, whole_text)
         if self._json_valid or whole:
             return data if self._json_valid else None

@@ -112,9 +112,12 @@ class BatchBuilder:
         if not messages:
             return []
         if self._json:
+            runs = json_runs(values)
+            if len(runs) == 1 and runs[0][2] is not None:  # the common case: keep the values
+                return [self._batch(topic, partition, messages, json=runs[0][2], values=values)]
             return [
                 self._batch(topic, partition, messages[start:stop], json=text)
-                for start, stop, text in json_runs(values)
+                for start, stop, text in runs
             ]
         avro = self._avro
         if avro is not None:
