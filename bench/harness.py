@@ -178,7 +178,7 @@ def produce(
 def bare_consume(bootstrap: str, data: Dataset, batch_size: int = 2000) -> dict[str, float]:
     """Consume ``data`` with confluent-kafka the way the sink's consumer does, touching nothing.
 
-    Same librdkafka settings as :func:`sink.runtime.loop.consumer_config` (plus the session timeout the
+    Same librdkafka settings as :func:`sink.runtime.consumer.consumer_config` (plus the session timeout the
     bench gives the sink), same ``consume(num_messages=2000, timeout=0.2)`` loop, a fresh group.
     Returns ``{"rps", "seconds", "first_record_s"}`` (time from assignment to the first record).
     """
