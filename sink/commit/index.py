@@ -176,6 +176,12 @@ class PartitionIndex:
             return None
         return IndexState.from_bytes(obj.data, self.where), obj.etag
 
+    def peek(self) -> IndexState | None:
+        """The index as stored (``None``: there is none), without taking the partition over: for a
+        planner that only needs to know where the partition's committed records end."""
+        current = self._read()
+        return None if current is None else current[0]
+
     def acquire(self) -> IndexState:
         """Read (or create) the index and take ownership with a new epoch; returns the state."""
         conditional = self.storage.supports_conditional_writes

@@ -44,11 +44,11 @@ from sink.config.validate import validate
 from sink.events import NO_OBSERVER, SinkObserver
 from sink.records.batch import RecordBatch
 from sink.records.converters import needs_parsed_value, record_converter
-from sink.records.intake import BatchBuilder, NullValueSkipped
+from sink.records.intake import BatchBuilder
 from sink.records.record import TopicPartition
 from sink.runtime.consumer import consumer_config
 from sink.runtime.dlq import DeadLetterQueue
-from sink.runtime.policy import RecordPolicy, RetryBudget, TaskFailedError
+from sink.runtime.policy import RecordPolicy, RetryBudget, TaskFailedError, put_tolerating
 
 __all__ = ["RuntimeOptions", "SinkRuntime", "SinkTaskLike", "TaskFailedError"]
 
@@ -271,34 +271,19 @@ class SinkRuntime:
         """Put one batch through the error policy; False when the partition stopped (paused)."""
         if self.observer is not NO_OBSERVER:
             self.observer.records_consumed(tp, len(batch), batch.nbytes())
-        while True:
-            try:
-                self.task.put(batch)
-            except RecordError as exc:
-                if exc.transient:  # the record may be fine; what it needs (the registry) is not
-                    log.warning("%s; retrying from this record", exc)
-                    wait = min(self.errors.retry_interval_ms / 1000, REGISTRY_PAUSE)
-                    self._pause([tp], wait, seek=exc.offset)
-                    return False
-                try:
-                    index = batch.index_of(exc.offset)
-                except ValueError:
-                    raise TaskFailedError(f"a record error names an offset outside its batch: {exc}") from exc
-                if not isinstance(exc, NullValueSkipped):
-                    self.policy.tolerate(batch, index, exc)
-                self.positions[tp] = exc.offset + 1
-                self.records_in += index
-                if index + 1 == len(batch):
-                    return True
-                batch = batch.slice(index + 1)
-            except SinkError as exc:
-                self._storage_failure(exc, {tp, *getattr(exc, "partitions", ())})
-                return False
-            else:
-                self.positions[tp] = batch.last_offset + 1
-                self.records_in += len(batch)
-                self.retries.reset()
-                return True
+        try:
+            self.records_in += put_tolerating(self.task, batch, self.policy)
+        except RecordError as exc:  # transient: the record may be fine, what it needs (the registry) is not
+            log.warning("%s; retrying from this record", exc)
+            wait = min(self.errors.retry_interval_ms / 1000, REGISTRY_PAUSE)
+            self._pause([tp], wait, seek=exc.offset)
+            return False
+        except SinkError as exc:
+            self._storage_failure(exc, {tp, *getattr(exc, "partitions", ())})
+            return False
+        self.positions[tp] = batch.last_offset + 1
+        self.retries.reset()
+        return True
 
     def _without_errors(self, messages: Sequence[Message]) -> list[Message]:
         good: list[Message] = []

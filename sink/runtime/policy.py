@@ -16,15 +16,17 @@ a success gives the budget back.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from kcql.errors import RecordError, SinkError
 from sink.config.errors import ErrorSettings
 from sink.events import SinkObserver
 from sink.records.batch import RecordBatch
+from sink.records.intake import NullValueSkipped
 from sink.records.record import TopicPartition
 from sink.runtime.dlq import DeadLetterQueue
 
-__all__ = ["RecordPolicy", "RetryBudget", "TaskFailedError"]
+__all__ = ["RecordPolicy", "RetryBudget", "TaskFailedError", "put_tolerating"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,41 @@ class RecordPolicy:
             self.observer.record_failed(tp, offset, error.stage, message, "dead_lettered")
         else:
             self.observer.record_failed(tp, offset, error.stage, message, "skipped")
+
+
+class _Puts(Protocol):
+    def put(self, batch: RecordBatch) -> None: ...
+
+
+def put_tolerating(task: _Puts, batch: RecordBatch, policy: RecordPolicy) -> int:
+    """``task.put(batch)`` with the error policy applied to each bad record; how many records
+    were written (the others were skipped as the policy says).
+
+    A record error skips that one record (or stops the task: :meth:`RecordPolicy.tolerate`
+    raises) and the rest of the batch is put again; the task wrote the records before it. A
+    value that converts to null under ``behavior.on.null.values=ignore`` is skipped silently.
+    Storage errors, and record errors that are ``transient`` (the record may be fine: its Schema
+    Registry did not answer), are raised as they are: what to do with them is the caller's.
+    """
+    written = 0
+    while True:
+        try:
+            task.put(batch)
+        except RecordError as exc:
+            if exc.transient:
+                raise
+            try:
+                index = batch.index_of(exc.offset)
+            except ValueError:
+                raise TaskFailedError(f"a record error names an offset outside its batch: {exc}") from exc
+            if not isinstance(exc, NullValueSkipped):
+                policy.tolerate(batch, index, exc)
+            written += index
+            if index + 1 == len(batch):
+                return written
+            batch = batch.slice(index + 1)
+        else:
+            return written + len(batch)
 
 
 class RetryBudget:

@@ -14,6 +14,7 @@ The layers are README's architecture picture:
     sink.commit                             staging, the index, the committer, background commits
     sink.task                               the task: writers, flush policy, timer
     sink.runtime                            the consumer loop, the error policy, the DLQ
+    sink.spark                              the same pipeline inside Spark executors
     sink.rest, sink.quickstart              the Connect REST worker; demo and embedded servers
     sink.cli                                the command line
 """
@@ -37,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sink.commit",),
     ("sink.task",),
     ("sink.runtime",),
+    ("sink.spark",),
     ("sink.rest", "sink.quickstart"),
     ("sink.cli",),
 )

@@ -1,0 +1,1 @@
+"""The pipeline on Spark (placeholder docstring until the kafka-source branch lands)."""

@@ -1,0 +1,213 @@
+"""The pipeline on Spark: a connector config run as one Spark job (``--once``) or a streaming query.
+
+``spark_run(spark, cfg, bootstrap)`` is what ``kcql-sink spark-run`` calls, and what a user's own
+PySpark code calls with its own session. It plans on the driver, where each partition starts
+(the storage index, else the connector group's offset, else ``starting``) and, for a backfill,
+where it ends (the high watermarks when the job starts, or ``ending``), and hands Spark two Python
+data sources: ``kcql-kafka`` reads each Kafka partition's range in one task, in order, and
+``kcql-sink`` writes it in that task through the sink's own task (:mod:`sink.spark.writer`). When
+a job or micro-batch is done, the offsets reached are committed to the group ``connect-<name>``
+(:mod:`sink.spark.offsets`), so ``kcql-sink run`` picks up where Spark stopped, and the other
+way round, without a gap or a duplicate.
+
+Streaming: each micro-batch reads at most ``flush.count`` records per partition (the statement's
+smallest), and the trigger defaults to its ``flush.interval``. A Spark task ends with its range,
+so a micro-batch closes its files: a partition that received fewer than ``flush.count`` records
+in a micro-batch gets a smaller file, at most one per trigger interval, as an idle partition does
+under ``kcql-sink run``'s flush timer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import kcql
+from kcql.errors import ConfigError, SinkError
+from sink.config.files import ConnectorConfig
+from sink.config.settings import parse_settings
+from sink.config.subscription import resolve_subscription
+from sink.config.validate import validate
+from sink.records.record import TopicPartition
+from sink.spark.offsets import offsets_json, partitions_of, starting_offsets
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SparkRunResult", "register_sources", "spark_run"]
+
+log = logging.getLogger(__name__)
+
+EARLIEST, LATEST = -2, -1
+"""Offsets that mean "earliest" and "latest" in a ``startingOffsets`` JSON (as in Spark's Kafka source)."""
+
+
+@dataclass(frozen=True)
+class SparkRunResult:
+    """What a run planned, and how long it took on the driver."""
+
+    starting: dict[TopicPartition, int]
+    ending: dict[TopicPartition, int] | None
+    """A backfill's ending offsets; ``None`` for a stream."""
+    seconds: float
+
+
+def register_sources(spark: SparkSession) -> None:
+    """Register ``kcql-kafka`` and ``kcql-sink`` with ``spark`` (idempotent)."""
+    from sink.spark.kafka_source import register
+    from sink.spark.writer import SinkWriterSource
+
+    register(spark)
+    spark.dataSource.register(SinkWriterSource)
+
+
+def _topics(cfg: ConnectorConfig, bootstrap: str, plans: Sequence[Any]) -> list[str]:
+    topics, problems = resolve_subscription(cfg.props, plans)
+    if problems:
+        raise ConfigError(problems)
+    if len(topics) == 1 and topics[0].startswith("^"):  # topics.regex: the topics it matches now
+        import re
+
+        from confluent_kafka.admin import AdminClient
+
+        pattern = re.compile(topics[0])
+        listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).topics
+        topics = sorted(t for t in listed if pattern.match(t) and not t.startswith("__"))
+        if not topics:
+            raise SinkError(f"topics.regex {cfg.props.get('topics.regex')!r} matches no topic on {bootstrap}")
+    return topics
+
+
+def _explicit(
+    spec: str, tps: Sequence[TopicPartition], known: Mapping[TopicPartition, int], default: int
+) -> str:
+    """A ``startingOffsets``/``endingOffsets`` JSON giving every partition an offset: ``known``,
+    else the user's JSON ``spec`` (when it is one), else ``default`` (-2 earliest, -1 latest)."""
+    given: dict[TopicPartition, int] = {}
+    if spec.strip().startswith("{"):
+        try:
+            for topic, parts in json.loads(spec).items():
+                given.update({TopicPartition(topic, int(p)): int(o) for p, o in parts.items()})
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise ConfigError(
+                [("--starting/--ending", spec, f"not a {{topic: {{partition: offset}}}} JSON: {exc}")]
+            ) from None
+    elif spec == "earliest":
+        default = EARLIEST
+    elif spec == "latest":
+        default = LATEST
+    out = {tp: known.get(tp, given.get(tp, default)) for tp in tps}
+    return offsets_json(out)
+
+
+def _kafka_frame(
+    spark: SparkSession,
+    bootstrap: str,
+    props: Mapping[str, str],
+    topics: Sequence[str],
+    stream: bool,
+    **options: str,
+) -> DataFrame:
+    reader = spark.readStream if stream else spark.read
+    reader = (
+        reader.format("kcql-kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", ",".join(topics))
+    )
+    for key, value in props.items():  # the connector's consumer overrides reach the executors' consumers
+        if key.startswith("consumer.override."):
+            reader = reader.option("kafka." + key[len("consumer.override.") :], value)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def spark_run(
+    spark: SparkSession,
+    cfg: ConnectorConfig,
+    bootstrap: str,
+    *,
+    stream: bool = False,
+    trigger: float | None = None,
+    starting: str = "committed",
+    ending: str = "latest",
+    checkpoint: str | None = None,
+    stop: threading.Event | None = None,
+) -> SparkRunResult:
+    """Run the connector ``cfg`` on ``spark``: a backfill to ``ending`` (default), or a stream
+    until ``stop`` is set (see the module docstring).
+
+    Raises:
+        ConfigError: the config (or ``starting``/``ending``) is not valid; the job's own errors as
+            Spark raises them, naming topic, partition and offset.
+    """
+    started = time.monotonic()
+    props = dict(cfg.props)
+    problems = validate(props)
+    if problems:
+        raise ConfigError(problems)
+    if stream and not checkpoint:
+        raise ConfigError(
+            [("--checkpoint", "", "a stream needs a checkpoint directory (Spark's offsets live there)")]
+        )
+    plans = kcql.parse(props["connect.s3.kcql"])
+    settings = parse_settings(props)
+    topics = _topics(cfg, bootstrap, plans)
+    register_sources(spark)
+    tps = partitions_of(bootstrap, props, topics)
+    known, default_spec = starting_offsets(settings, plans, bootstrap, props, tps, starting)
+    start_json = _explicit(starting if starting != "committed" else default_spec, tps, known, EARLIEST)
+    config_json = json.dumps({**props, "bootstrap.servers": bootstrap})
+    ui = spark.sparkContext.uiWebUrl
+    log.info(
+        "spark-run %s: %d partitions of %s; Spark UI %s", cfg.name, len(tps), ", ".join(topics), ui or "off"
+    )
+    if not stream:
+        from sink.spark.kafka_source import resolve_offsets
+
+        ends = (
+            {
+                TopicPartition(t, p): o
+                for (t, p), o in resolve_offsets(bootstrap, topics, ending, default="latest").items()
+            }
+            if not ending.strip().startswith("{")
+            else {}
+        )
+        end_json = _explicit(ending, tps, ends, LATEST)
+        frame = _kafka_frame(
+            spark, bootstrap, props, topics, False, startingOffsets=start_json, endingOffsets=end_json
+        )
+        frame.write.format("kcql-sink").option("config", config_json).mode("append").save()
+        return SparkRunResult(_decode(start_json), _decode(end_json), time.monotonic() - started)
+    count = min(plan.flush.count for plan in plans)
+    every = trigger if trigger is not None else float(min(plan.flush.interval for plan in plans))
+    frame = _kafka_frame(
+        spark, bootstrap, props, topics, True, startingOffsets=start_json, maxRecordsPerPartition=str(count)
+    )
+    query = (
+        frame.writeStream.format("kcql-sink")
+        .option("config", config_json)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=f"{every} seconds")
+        .start()
+    )
+    try:
+        while not (stop is not None and stop.is_set()):
+            if query.awaitTermination(1):
+                break
+        failure = query.exception()
+        if failure is not None:
+            raise SinkError(f"the streaming query failed: {failure}")
+    finally:
+        if query.isActive:
+            query.stop()
+    return SparkRunResult(_decode(start_json), None, time.monotonic() - started)
+
+
+def _decode(text: str) -> dict[TopicPartition, int]:
+    return {TopicPartition(t, int(p)): o for t, parts in json.loads(text).items() for p, o in parts.items()}
