@@ -6,7 +6,7 @@ Structured Streaming query until SIGTERM/SIGINT, with Spark's offsets in ``--che
 way the files, names and exactly-once guarantee are those of ``kcql-sink run``, and the group
 ``connect-<name>`` is committed as Spark goes, so the two can take over from each other.
 
-From ``spark-submit``: ``spark-submit --py-files kcql_sink.zip <path of sink/spark/submit.py>
+From ``spark-submit``: ``spark-submit --py-files kcql_sink.zip <path of sink/cli/spark_submit.py>
 CONFIG --once`` runs the same thing with the cluster's session (README, "When one machine is not
 enough").
 """

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sink.cli.spark_run import add_options, spark_run_command
 
-    parser = argparse.ArgumentParser(prog="spark-submit .../sink/spark/submit.py")
+    parser = argparse.ArgumentParser(prog="spark-submit .../sink/cli/spark_submit.py")
     parser.add_argument("config", metavar="CONFIG")
     add_options(parser)
     args = parser.parse_args(argv)
