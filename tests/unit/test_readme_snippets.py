@@ -88,7 +88,7 @@ def test_cli_lines_parse(line):
     assert used >= 1 and args.command == argv[0]
     # the function that runs is the one the named (sub)command registered
     assert args.func is command.get_default("func")
-    assert args.func.__module__ == f"sink.cli.{argv[0]}"
+    assert args.func.__module__ == f"sink.cli.{argv[0].replace('-', '_')}"
     # every option on the line is parsed into its own value; every other word is a positional
     by_flag = {flag: action for action in command._actions for flag in action.option_strings}
     positionals = [a for a in command._actions if not a.option_strings]

@@ -1,0 +1,324 @@
+"""``kcql-sink spark-run``: the same pipeline on Spark, the same files, exactly once, hand-over both ways.
+
+Real Tansu, real SeaweedFS and the shared local Spark session (one JVM for the test session); the
+test that kills a Spark task runs the CLI in its own process, whose master allows task retries.
+Files are read back with the json module and pyarrow, never with our own reader.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from partitioners import is_data_key
+from sink.config.files import parse_connector_config
+from sink.spark.pipeline import spark_run
+from tests.integration._run_support import RunningSink, fast_consumer_overrides, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+PARTITIONS = 12
+
+
+def produce(producer: Any, topic: str, start: int, stop: int) -> None:
+    for i in range(start, stop):
+        body = {"id": i, "name": f"n{i}", "amount": i / 4, "country": ("DE", "FR", "GB")[i % 3]}
+        producer.produce(
+            topic, key=f"k{i}".encode(), value=json.dumps(body).encode(), partition=i % PARTITIONS
+        )
+    producer.flush(20)
+
+
+def config(name: str, topic: str, storage: dict[str, str], fmt: str = "JSON", count: int = 40) -> Any:
+    return parse_connector_config(
+        {
+            "name": name,
+            "config": {
+                "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
+                "topics": topic,
+                "connect.s3.kcql": f"INSERT INTO bkt:p SELECT * FROM {topic} STOREAS `{fmt}` "  # noqa: S608
+                f"PROPERTIES('flush.count'={count}, 'flush.interval'=600)",
+                "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+                **fast_consumer_overrides(),
+                **storage,
+            },
+        }
+    )
+
+
+def local_objects(root: Path) -> dict[str, bytes]:
+    base = root / "bkt"
+    out = {}
+    for dirpath, _dirs, files in os.walk(base):
+        for name in files:
+            key = (Path(dirpath) / name).relative_to(base).as_posix()
+            if is_data_key(key, "p"):
+                out[key] = (Path(dirpath) / name).read_bytes()
+    return out
+
+
+def s3_objects(client: Any, bucket: str) -> dict[str, bytes]:
+    out = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="p/"):
+        for item in page.get("Contents", []):
+            if is_data_key(item["Key"], "p"):
+                out[item["Key"]] = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+    return out
+
+
+def rows(objects: dict[str, bytes], fmt: str) -> dict[str, list[Any]]:
+    if fmt == "JSON":
+        return {k: [json.loads(line) for line in v.splitlines()] for k, v in objects.items()}
+    return {k: pq.read_table(io.BytesIO(v)).to_pylist() for k, v in objects.items()}
+
+
+def ids(objects: dict[str, bytes], fmt: str) -> Counter[int]:
+    return Counter(row["id"] for file_rows in rows(objects, fmt).values() for row in file_rows)
+
+
+def run_to_end(bootstrap: str, cfg: Any, done: Callable[[], bool]) -> None:
+    """``kcql-sink run`` (the real runtime and task, in a thread) until ``done``, then stopped."""
+    run = RunningSink(cfg, bootstrap)
+    try:
+        wait_for(lambda: run.error is not None or done(), timeout=120, what="the sink caught up")
+    finally:
+        run.join()
+    assert run.error is None, run.error
+
+
+def with_name(cfg: Any, name: str) -> Any:
+    return parse_connector_config({"name": name, "config": dict(cfg.props) | {"name": name}})
+
+
+@pytest.mark.parametrize("fmt", ["JSON", "PARQUET"])
+def test_a_backfill_writes_the_objects_run_writes_local(
+    kafka_bootstrap, topic_factory, producer, spark, tmp_path, fmt
+):
+    topic = topic_factory("spark-backfill", partitions=PARTITIONS)
+    produce(producer, topic, 0, 1200)
+    by_run = config(
+        f"run-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(tmp_path / "run")},
+        fmt,
+    )
+    run_to_end(
+        kafka_bootstrap, by_run, lambda: sum(ids(local_objects(tmp_path / "run"), fmt).values()) == 1200
+    )
+    by_spark = config(
+        f"spark-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(tmp_path / "spark")},
+        fmt,
+    )
+    result = spark_run(spark, by_spark, kafka_bootstrap)
+    assert len(result.starting) == PARTITIONS
+    expected, got = local_objects(tmp_path / "run"), local_objects(tmp_path / "spark")
+    assert sorted(got) == sorted(expected)  # the same object keys
+    if fmt == "JSON":
+        assert got == expected  # byte for byte
+    else:
+        assert rows(got, fmt) == rows(expected, fmt)  # record for record
+    assert ids(got, fmt) == Counter(range(1200))
+
+
+def test_a_backfill_on_s3_writes_the_objects_run_writes(
+    kafka_bootstrap, topic_factory, producer, spark, s3_endpoint, s3_client, s3_bucket_factory
+):
+    topic = topic_factory("spark-s3", partitions=PARTITIONS)
+    produce(producer, topic, 0, 600)
+    results = {}
+    for label in ("run", "spark"):
+        bucket = s3_bucket_factory(label)
+        cfg = config(f"{label}-{uuid.uuid4().hex[:6]}", topic, s3_endpoint.connect_config(), "PARQUET")
+        cfg = parse_connector_config(
+            {
+                "name": cfg.name,
+                "config": dict(cfg.props)
+                | {"connect.s3.kcql": cfg.props["connect.s3.kcql"].replace("bkt:p", f"{bucket}:p")},
+            }
+        )
+        if label == "run":
+            run_to_end(
+                kafka_bootstrap,
+                cfg,
+                lambda b=bucket: sum(ids(s3_objects(s3_client, b), "PARQUET").values()) == 600,
+            )
+        else:
+            spark_run(spark, cfg, kafka_bootstrap)
+        results[label] = s3_objects(s3_client, bucket)
+    assert sorted(results["spark"]) == sorted(results["run"])
+    assert rows(results["spark"], "PARQUET") == rows(results["run"], "PARQUET")
+
+
+def test_hand_over_between_run_and_spark_run_loses_and_repeats_nothing(
+    kafka_bootstrap, topic_factory, producer, spark, tmp_path
+):
+    topic = topic_factory("spark-handover", partitions=PARTITIONS)
+    root = tmp_path / "lake"
+    cfg = config(
+        f"handover-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(root)},
+    )
+
+    def written() -> int:
+        return sum(ids(local_objects(root), "JSON").values())
+
+    produce(producer, topic, 0, 400)
+    run_to_end(kafka_bootstrap, cfg, lambda: written() >= 400 - 12 * 39)  # stopped mid-way is fine too
+    produce(producer, topic, 400, 800)
+    spark_run(spark, cfg, kafka_bootstrap)
+    produce(producer, topic, 800, 1200)
+    run_to_end(kafka_bootstrap, cfg, lambda: written() == 1200)
+    assert ids(local_objects(root), "JSON") == Counter(range(1200))
+
+
+def test_a_spark_task_killed_mid_commit_is_retried_and_writes_each_record_once(
+    kafka_bootstrap, topic_factory, producer, tmp_path
+):
+    topic = topic_factory("spark-kill", partitions=4)
+    for i in range(400):
+        producer.produce(topic, value=json.dumps({"id": i}).encode(), partition=i % 4)
+    producer.flush(20)
+    root = tmp_path / "lake"
+    cfg = config(
+        f"kill-{uuid.uuid4().hex[:6]}", topic, {"connect.storage": "local", "connect.local.root": str(root)}
+    )
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"name": cfg.name, "config": cfg.props}))
+    env = {**os.environ, "KCQL_SINK_SPARK_FAULT": "after-pending-recorded", "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sink.cli",
+            "spark-run",
+            str(path),
+            "--once",
+            "--master",
+            "local[2,4]",
+            "--bootstrap-servers",
+            kafka_bootstrap,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        "fault injection" in done.stderr or "exited unexpectedly" in done.stderr or "crashed" in done.stderr
+    )
+    assert ids(local_objects(root), "JSON") == Counter(range(400))
+
+
+def test_a_stream_writes_new_records_and_resumes_from_its_checkpoint_exactly_once(
+    kafka_bootstrap, topic_factory, producer, spark, tmp_path
+):
+    topic = topic_factory("spark-stream", partitions=PARTITIONS)
+    root = tmp_path / "lake"
+    cfg = config(
+        f"stream-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(root)},
+        count=25,
+    )
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def stream_until(total: int) -> None:
+        stop = threading.Event()
+        error: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                spark_run(
+                    spark, cfg, kafka_bootstrap, stream=True, trigger=1.0, checkpoint=checkpoint, stop=stop
+                )
+            except BaseException as exc:  # reported below
+                error.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        try:
+            wait_for(
+                lambda: bool(error) or sum(ids(local_objects(root), "JSON").values()) >= total,
+                timeout=120,
+                what=f"{total} records visible",
+            )
+        finally:
+            stop.set()
+            thread.join(60)
+        assert not error, error
+
+    produce(producer, topic, 0, 600)
+    stream_until(600)
+    produce(producer, topic, 600, 900)  # while no stream runs: the restart reads them from the checkpoint
+    stream_until(900)
+    assert ids(local_objects(root), "JSON") == Counter(range(900))
+
+
+def test_the_stream_stops_on_sigterm_and_a_restart_writes_each_record_once(
+    kafka_bootstrap, topic_factory, producer, tmp_path
+):
+    topic = topic_factory("spark-sigterm", partitions=4)
+    root = tmp_path / "lake"
+    cfg = config(
+        f"sigterm-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(root)},
+        count=50,
+    )
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"name": cfg.name, "config": cfg.props}))
+    command = [
+        sys.executable,
+        "-m",
+        "sink.cli",
+        "spark-run",
+        str(path),
+        "--stream",
+        "--trigger",
+        "1",
+        "--checkpoint",
+        str(tmp_path / "checkpoint"),
+        "--master",
+        "local[2]",
+        "--bootstrap-servers",
+        kafka_bootstrap,
+    ]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    for start, stop in ((0, 200), (200, 400)):
+        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            for i in range(start, stop):
+                producer.produce(topic, value=json.dumps({"id": i}).encode(), partition=i % 4)
+            producer.flush(20)
+            wait_for(
+                lambda stop=stop: sum(ids(local_objects(root), "JSON").values()) >= stop,
+                timeout=180,
+                what=f"{stop} records visible",
+            )
+            proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, err[-3000:]
+    assert ids(local_objects(root), "JSON") == Counter(range(400))
