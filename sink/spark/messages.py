@@ -26,16 +26,25 @@ def _headers(entries: list[dict[str, Any]] | None) -> list[tuple[str, str | byte
     return [(entry["key"], entry["value"]) for entry in entries]
 
 
+def _millis(column: pa.Array) -> list[int | None]:
+    """A Spark ``timestamp`` column (microseconds since the epoch, any unit Arrow gives) as
+    Kafka's milliseconds."""
+    if pa.types.is_timestamp(column.type):
+        column = column.cast(pa.timestamp("ms", tz=column.type.tz), safe=False).cast(pa.int64())
+    return column.to_pylist()
+
+
 def messages_from_arrow(batch: pa.RecordBatch) -> list[Message]:
-    """The batch's rows as Messages, in row order (columns of ``kafka_source.kafka_arrow_schema``)."""
+    """The batch's rows as Messages, in row order (the columns of Spark's Kafka source, as
+    ``kafka_source.KAFKA_SCHEMA`` gives them: ``timestampType`` 0 CreateTime, 1 LogAppendTime)."""
     if batch.num_rows == 0:
         return []
     col = batch.schema.get_field_index
     topics = batch.column(col("topic")).to_pylist()
     partitions = batch.column(col("partition")).to_pylist()
     offsets = batch.column(col("offset")).to_pylist()
-    stamps = batch.column(col("timestamp")).to_pylist()
-    kinds = batch.column(col("timestamp_type")).to_pylist()
+    stamps = _millis(batch.column(col("timestamp")))
+    kinds = batch.column(col("timestampType")).to_pylist()
     keys = batch.column(col("key")).to_pylist()
     values = batch.column(col("value")).to_pylist()
     headers = batch.column(col("headers")).to_pylist()
@@ -47,7 +56,7 @@ def messages_from_arrow(batch: pa.RecordBatch) -> list[Message]:
             key=key,
             value=value,
             headers=_headers(head),
-            timestamp=_TIMESTAMP_NONE if stamp is None else (kind or 1, stamp),
+            timestamp=_TIMESTAMP_NONE if stamp is None else ((kind or 0) + 1, stamp),
         )
         for topic, partition, offset, stamp, kind, key, value, head in zip(
             topics, partitions, offsets, stamps, kinds, keys, values, headers, strict=True
