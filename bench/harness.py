@@ -42,6 +42,7 @@ __all__ = [
     "rss_with_open_partitions",
     "run_quix",
     "run_sink",
+    "spark_run_timing",
     "spark_timing",
     "start_registry",
 ]
@@ -617,6 +618,32 @@ def spark_session() -> Iterator[Any]:
 
 AGGREGATE = ("SELECT country, count(*) AS n, round(sum(amount), 2) AS revenue, "
              "count(DISTINCT customer) AS customers FROM {view} GROUP BY country ORDER BY country")
+
+
+def spark_run_timing(spark: Any, bootstrap: str, data: Dataset, root: Path, name: str) -> dict[str, Any]:
+    """``spark-run --once`` (``sink.spark.pipeline.spark_run`` in this session) of ``data`` →
+    ``bench:<name>`` as PARQUET with :func:`run_sink`'s plan; timed from the call (planning
+    included) to the end of the job, the session's start-up left out as :func:`run_sink` leaves
+    out the group join. The same records must be committed."""
+    from sink.config.files import parse_connector_config
+    from sink.spark.pipeline import spark_run
+
+    per_partition = max(data.ends.values())
+    flush_count = max(1, (per_partition + 1) // 2)
+    kcql = (
+        f"INSERT INTO bench:{name} SELECT * FROM {data.topic} STOREAS `PARQUET` "
+        f"PROPERTIES('flush.count'={flush_count}, 'flush.interval'=600, 'flush.size'=2000000000)"
+    )
+    cfg = parse_connector_config({"name": f"bench-{name}-{uuid.uuid4().hex[:6]}", "config": {
+        "topics": data.topic, "connect.s3.kcql": kcql, **JSON_CONVERTERS, **local_storage(root)}})
+    started = time.monotonic()
+    spark_run(spark, cfg, bootstrap)
+    seconds = time.monotonic() - started
+    lasts = committed_lasts(local_keys(root / "bench" / name))
+    missing = {p: end for p, end in data.ends.items() if lasts.get(p, -1) < end - 1}
+    if missing:
+        raise RuntimeError(f"{name}: spark-run left partitions short of their end: {missing}")
+    return {"rps": data.records / seconds, "seconds": seconds}
 
 
 def spark_timing(spark: Any, root: Path, name: str, topic: str, repeats: int = 3) -> dict[str, Any]:

@@ -114,6 +114,8 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         json_big = h.produce(broker.bootstrap, "bench-json1k", big, pad=900)
         avro = h.produce(broker.bootstrap, "bench-avro", small, pad=60, kind="avro", registry_url=registry)
         wide_data = h.produce(broker.bootstrap, "bench-wide", wide, pad=60, customers=0)
+        million = h.produce(broker.bootstrap, "bench-json1m", 100_000 if quick else 1_000_000, pad=60,
+                            partitions=4)  # local[2] runs the 4 partition tasks in two even waves
         say(f"produced {small:,} x ~{json_small.value_bytes // small} B JSON, {big:,} x "
             f"~{json_big.value_bytes // big} B JSON, {small:,} x ~{avro.value_bytes // small} B Avro, "
             f"{wide:,} wide in {time.monotonic() - t:.1f} s")
@@ -192,8 +194,14 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
                 profiles[name] = profile_summary(dump)
                 say(f"\n--- cProfile of kcql-sink run, {name} (own time) ---\n{profiles[name]}")
 
-    with h.spark_session() as spark:
-        spark_result = h.spark_timing(spark, root, "json_to_parquet_local", json_small.topic)
+        pipeline_run = h.run_sink("json1m_to_parquet_local", million, "PARQUET", jc, local,
+                                  local_keys("json1m_to_parquet_local"), broker.bootstrap, work / "logs")
+        say(f"kcql-sink run, {million.records:,} records JSON->PARQUET: {pipeline_run['rps']:,.0f} rec/s")
+        with h.spark_session() as spark:
+            spark_result = h.spark_timing(spark, root, "json_to_parquet_local", json_small.topic)
+            pipeline_spark = h.spark_run_timing(spark, broker.bootstrap, million, root, "json1m_spark_run")
+        say(f"kcql-sink spark-run --once on local[2], the same topic: {pipeline_spark['rps']:,.0f} rec/s "
+            f"({pipeline_spark['seconds']:.1f} s)")
     say(f"Spark aggregate: spark_reader {spark_result['reader_s']:.2f} s, spark.read.parquet "
         f"{spark_result['parquet_s']:.2f} s over {spark_result['files']} files (with registration "
         f"{spark_result['reader_total_s']:.2f} s vs {spark_result['parquet_total_s']:.2f} s)")
@@ -217,6 +225,9 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         "idle_visible_s": idle_s,
         "idle_flush_interval_s": 2,
         "spark_reader_ratio": spark_result["ratio"],
+        "spark_run": {"records": million.records, "rps": pipeline_spark["rps"],
+                      "seconds": pipeline_spark["seconds"], "run_rps": pipeline_run["rps"],
+                      "ratio_to_run": pipeline_spark["rps"] / pipeline_run["rps"]},
         "spark": spark_result,
         "profiles": profiles,
         "loadavg_end": os.getloadavg()[0],
@@ -242,7 +253,19 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool]]:
                    result["idle_visible_s"] <= result["idle_flush_interval_s"] + 2))
     checks.append((f"spark_reader within 1.2 x spark.read.parquet ({result['spark_reader_ratio']:.2f})",
                    result["spark_reader_ratio"] <= 1.2))
+    if "spark_run" in result:
+        ratio = result["spark_run"]["ratio_to_run"]
+        checks.append((f"spark-run --once on local[2] >= 0.5 x kcql-sink run ({ratio:.2f})", ratio >= 0.5))
     return checks
+
+
+def _spark_run_lines(result: dict[str, Any]) -> list[str]:
+    run = result.get("spark_run")
+    if not run:
+        return []
+    return [(f"spark-run --once, local[2], {run['records']:,} JSON->PARQUET: {run['rps']:,.0f} rec/s"
+             f" ({run['seconds']:.1f} s) vs kcql-sink run {run['run_rps']:,.0f} rec/s:"
+             f" {run['ratio_to_run']:.2f}")]
 
 
 def table(result: dict[str, Any]) -> str:
@@ -266,6 +289,7 @@ def table(result: dict[str, Any]) -> str:
          f" ({spark['reader_s']:.2f} s vs {spark['parquet_s']:.2f} s, best of 3)"),
         (f"  registration + query: {spark['total_ratio']:.2f}"
          f" ({spark['reader_total_s']:.2f} s vs {spark['parquet_total_s']:.2f} s)"),
+        *_spark_run_lines(result),
         "",
         "targets:",
     ]

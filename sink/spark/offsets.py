@@ -167,17 +167,28 @@ def commit_group(bootstrap: str, props: Mapping[str, str], offsets: Offsets) -> 
 
 
 def _lag(bootstrap: str, props: Mapping[str, str], offsets: Offsets) -> int | None:
+    """Records left after ``offsets``: each partition's end as a fetch reports it (see
+    :func:`sink.spark.kafka_source.fetched_ends`), less the offset reached."""
+    from sink.spark.kafka_source import fetched_ends
+
     client = _client(bootstrap, props)
     try:
-        lag = 0
+        listed = {}
         for tp, offset in offsets.items():
             _low, high = client.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), timeout=10)
-            lag += max(high - offset, 0)
-        return lag
+            listed[(tp.topic, tp.partition)] = max(high, offset)
     except KafkaException:
         return None
     finally:
         client.close()
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "kcql-sink-planner",
+        **{k[len("consumer.override.") :]: v for k, v in props.items() if k.startswith("consumer.override.")},
+    }
+    conf["group.id"] = "kcql-sink-planner"
+    ends = fetched_ends(conf, listed)
+    return sum(max(ends[(tp.topic, tp.partition)] - offset, 0) for tp, offset in offsets.items())
 
 
 def job_committed(

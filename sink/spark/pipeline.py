@@ -64,6 +64,12 @@ def register_sources(spark: SparkSession) -> None:
 
     register(spark)
     spark.dataSource.register(SinkWriterSource)
+    # A streaming query looks data sources up in the JVM thread's active session: from a Python
+    # thread other than the one that built the session (a user's own scheduler, our tests) that
+    # is none, and ``start()`` fails with DATA_SOURCE_NOT_FOUND. Make ``spark`` active here.
+    jvm = spark.sparkContext._jvm
+    if jvm is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def _topics(cfg: ConnectorConfig, bootstrap: str, plans: Sequence[Any]) -> list[str]:

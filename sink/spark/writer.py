@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from sink.config.errors import parse_error_settings
-from sink.events import NO_OBSERVER
+from sink.events import NO_OBSERVER, NullObserver
 from sink.records.converters import needs_parsed_value, record_converter
 from sink.records.intake import BatchBuilder
 from sink.records.record import TopicPartition
@@ -98,6 +99,18 @@ def _fault_hook(partition: int) -> Callable[[str], None] | None:
     return hook
 
 
+class _FileCounter(NullObserver):
+    """Counts the files the task commits (from the commit threads too) for the progress line."""
+
+    def __init__(self) -> None:
+        self.files = 0
+        self._lock = threading.Lock()
+
+    def file_committed(self, tp: TopicPartition, key: str, records: int, nbytes: int, seconds: float) -> None:
+        with self._lock:
+            self.files += 1
+
+
 def write_messages(batches: Iterator[pa.RecordBatch], props: Mapping[str, str], bootstrap: str) -> TaskReport:
     """Write every raw message of ``batches`` (one Spark task's rows) through the sink's task.
 
@@ -115,7 +128,8 @@ def write_messages(batches: Iterator[pa.RecordBatch], props: Mapping[str, str], 
     plans = kcql.parse(config["connect.s3.kcql"])
     converter = record_converter(config, needs_parsed_value(plans) if unchecked else None)
     builder = BatchBuilder(converter, null_values=errors.null_values, check_json=not unchecked)
-    task = SinkTask(NO_OBSERVER)
+    counter = _FileCounter()
+    task = SinkTask(counter)
     task.background_commits = True
     task.start(config)
     policy = RecordPolicy(errors, NO_OBSERVER)
@@ -144,12 +158,11 @@ def write_messages(batches: Iterator[pa.RecordBatch], props: Mapping[str, str], 
                     state.skipped += len(batch) - written
                 state.next_offset = (run[-1].offset() or 0) + 1
         task.close(sorted(done))  # commits each partition's last, partial file (exactly once)
-        files = task.files_committed
     finally:
         task.stop()
         if policy.dlq is not None:
             policy.dlq.close()
-    return TaskReport(list(done.values()), files, time.monotonic() - started)
+    return TaskReport(list(done.values()), counter.files, time.monotonic() - started)
 
 
 def _reports(messages: list[WriterCommitMessage | None]) -> list[TaskReport]:
@@ -178,7 +191,6 @@ class _StreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, props: dict[str, str], bootstrap: str) -> None:
         self.props = props
         self.bootstrap = bootstrap
-        self.last = time.monotonic()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskReport:
         return write_messages(iterator, self.props, self.bootstrap)
@@ -186,9 +198,10 @@ class _StreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         from sink.spark.offsets import job_committed
 
-        now = time.monotonic()
-        job_committed(self.props, self.bootstrap, _reports(messages), batchId, now - self.last)
-        self.last = now
+        reports = _reports(messages)
+        # Spark may build a writer per micro-batch: the rate is over the longest task's time.
+        seconds = max((report.seconds for report in reports), default=0.0)
+        job_committed(self.props, self.bootstrap, reports, batchId, seconds)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning(

@@ -43,6 +43,12 @@ def test_bench_pieces_end_to_end(
     assert timing["rows"] == 300 and timing["files"] == 6  # flush.count = half a partition
     assert timing["ratio"] > 0 and timing["total_ratio"] > 0
 
+    json_data = h.produce(kafka_bootstrap, f"bsmoke-json-{suffix}", 300, pad=60, partitions=4)
+    pipeline = h.spark_run_timing(spark, kafka_bootstrap, json_data, root, "json_spark_run")
+    assert pipeline["rps"] > 0 and pipeline["seconds"] > 0
+    lasts = h.committed_lasts(h.local_keys(root / "bench" / "json_spark_run"))
+    assert lasts == {0: 74, 1: 74, 2: 74, 3: 74}  # every record of every partition committed by Spark
+
 
 def test_committed_lasts_reads_the_default_layout_only() -> None:
     keys = ["t/0/000000049_1_2.parquet", "t/0/000000099_3_4.parquet", "t/1/12_5_6.json",
@@ -61,12 +67,15 @@ def test_table_targets_and_chart(tmp_path: Path) -> None:
               "idle_visible_s": 2.5, "idle_flush_interval_s": 2, "spark_reader_ratio": 1.05,
               "spark": {"reader_s": 1.05, "parquet_s": 1.0, "reader_total_s": 1.5, "parquet_total_s": 1.2,
                         "total_ratio": 1.25},
-              "loadavg_start": 1.0, "loadavg_end": 1.5}
+              "loadavg_start": 1.0, "loadavg_end": 1.5,
+              "spark_run": {"records": 1000, "rps": 60_000.0, "seconds": 0.02, "run_rps": 110_000.0,
+                            "ratio_to_run": 60_000 / 110_000}}
     checks = dict(bench_run.targets(result))
     assert list(checks.values()).count(False) == 1  # only JSON->PARQUET x quix (2.75 < 3)
+    assert checks["spark-run --once on local[2] >= 0.5 x kcql-sink run (0.55)"]
     assert not checks["json_to_parquet_local >= 3 x quix-streams (2.75)"]
     text = bench_run.table(result)
-    assert "json_to_parquet_s3" in text and "[MISSED]" in text
+    assert "json_to_parquet_s3" in text and "[MISSED]" in text and "spark-run --once" in text
     png = tmp_path / "chart.png"
     bench_run.chart(result, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

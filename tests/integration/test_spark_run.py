@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -42,7 +43,11 @@ def produce(producer: Any, topic: str, start: int, stop: int) -> None:
     producer.flush(20)
 
 
-def config(name: str, topic: str, storage: dict[str, str], fmt: str = "JSON", count: int = 40) -> Any:
+def config(
+    name: str, topic: str, storage: dict[str, str], fmt: str = "JSON", count: int = 25, interval: int = 600
+) -> Any:
+    """A count-based plan by default: 25 divides every partition's share of the backfills (100, 50),
+    so ``run`` commits every record without waiting for a flush timer."""
     return parse_connector_config(
         {
             "name": name,
@@ -50,7 +55,7 @@ def config(name: str, topic: str, storage: dict[str, str], fmt: str = "JSON", co
                 "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
                 "topics": topic,
                 "connect.s3.kcql": f"INSERT INTO bkt:p SELECT * FROM {topic} STOREAS `{fmt}` "  # noqa: S608
-                f"PROPERTIES('flush.count'={count}, 'flush.interval'=600)",
+                f"PROPERTIES('flush.count'={count}, 'flush.interval'={interval})",
                 "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                 "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                 "value.converter.schemas.enable": "false",
@@ -175,13 +180,15 @@ def test_hand_over_between_run_and_spark_run_loses_and_repeats_nothing(
         f"handover-{uuid.uuid4().hex[:6]}",
         topic,
         {"connect.storage": "local", "connect.local.root": str(root)},
+        count=10,
+        interval=2,  # the hand-over leaves partial files: the timer closes them, wherever they end
     )
 
     def written() -> int:
         return sum(ids(local_objects(root), "JSON").values())
 
     produce(producer, topic, 0, 400)
-    run_to_end(kafka_bootstrap, cfg, lambda: written() >= 400 - 12 * 39)  # stopped mid-way is fine too
+    run_to_end(kafka_bootstrap, cfg, lambda: written() >= 360)  # 3 of every partition's 33 or 34 in files
     produce(producer, topic, 400, 800)
     spark_run(spark, cfg, kafka_bootstrap)
     produce(producer, topic, 800, 1200)
@@ -234,22 +241,36 @@ def test_a_stream_writes_new_records_and_resumes_from_its_checkpoint_exactly_onc
 ):
     topic = topic_factory("spark-stream", partitions=PARTITIONS)
     root = tmp_path / "lake"
+    trigger, interval = 1.0, 10
     cfg = config(
         f"stream-{uuid.uuid4().hex[:6]}",
         topic,
         {"connect.storage": "local", "connect.local.root": str(root)},
         count=25,
+        interval=interval,
     )
     checkpoint = str(tmp_path / "checkpoint")
 
-    def stream_until(total: int) -> None:
+    def visible() -> int:
+        return sum(ids(local_objects(root), "JSON").values())
+
+    def stream_until(total: int, during: tuple[int, int] | None = None) -> float | None:
+        """Stream until ``total`` records are visible; with ``during``, those are produced once
+        the stream has caught up, and the seconds until they are visible are returned."""
         stop = threading.Event()
         error: list[BaseException] = []
+        latency = None
 
         def run() -> None:
             try:
                 spark_run(
-                    spark, cfg, kafka_bootstrap, stream=True, trigger=1.0, checkpoint=checkpoint, stop=stop
+                    spark,
+                    cfg,
+                    kafka_bootstrap,
+                    stream=True,
+                    trigger=trigger,
+                    checkpoint=checkpoint,
+                    stop=stop,
                 )
             except BaseException as exc:  # reported below
                 error.append(exc)
@@ -257,19 +278,25 @@ def test_a_stream_writes_new_records_and_resumes_from_its_checkpoint_exactly_onc
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
         try:
-            wait_for(
-                lambda: bool(error) or sum(ids(local_objects(root), "JSON").values()) >= total,
-                timeout=120,
-                what=f"{total} records visible",
-            )
+            if during is not None:
+                wait_for(lambda: bool(error) or visible() >= during[0], timeout=120, what="caught up")
+                produce(producer, topic, *during)
+                produced = time.monotonic()
+                wait_for(
+                    lambda: bool(error) or visible() >= during[1], timeout=120, what="new records visible"
+                )
+                latency = time.monotonic() - produced
+            wait_for(lambda: bool(error) or visible() >= total, timeout=120, what=f"{total} records visible")
         finally:
             stop.set()
             thread.join(60)
-        assert not error, error
+        assert not error, [str(e)[:4000] for e in error]
+        return latency
 
     produce(producer, topic, 0, 600)
-    stream_until(600)
-    produce(producer, topic, 600, 900)  # while no stream runs: the restart reads them from the checkpoint
+    latency = stream_until(750, during=(600, 750))  # 600 from before the start, then 150 while it runs
+    assert latency is not None and latency <= trigger + interval, latency
+    produce(producer, topic, 750, 900)  # while no stream runs: the restart reads them from the checkpoint
     stream_until(900)
     assert ids(local_objects(root), "JSON") == Counter(range(900))
 
