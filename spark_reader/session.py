@@ -46,8 +46,11 @@ def _quiet_log4j() -> str:
     return path.as_uri()
 
 
-def build_session(master: str | None = None, app_name: str = "kcql-sink sql") -> SparkSession:
-    """A session for one command run: quiet, no UI, UTC, Python workers on this interpreter.
+def build_session(
+    master: str | None = None, app_name: str = "kcql-sink sql", *, ui: bool = False
+) -> SparkSession:
+    """A session for one command run: quiet, UTC, Python workers on this interpreter; the Spark UI
+    only with ``ui`` (``spark-run`` jobs run long enough to be watched there).
 
     Raises:
         SparkUnavailableError: PySpark missing, or Java not found / failing to start.
@@ -68,7 +71,7 @@ def build_session(master: str | None = None, app_name: str = "kcql-sink sql") ->
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (
             builder.master("local[*]")
-            .config("spark.ui.enabled", "false")
+            .config("spark.ui.enabled", "true" if ui else "false")
             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_quiet_log4j()}")
         )
     builder = builder.config("spark.sql.session.timeZone", "UTC").config(

@@ -91,7 +91,7 @@ def spark_run_command(args: argparse.Namespace, session: Any = None) -> int:
     if session is None:
         from spark_reader.session import build_session
 
-        session = build_session(args.master, app_name=f"kcql-sink spark-run {cfg.name}")
+        session = build_session(args.master, app_name=f"kcql-sink spark-run {cfg.name}", ui=True)
     stop = threading.Event()
 
     def handle(signum: int, _frame: FrameType | None) -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -39,7 +41,7 @@ from sink.spark.offsets import offsets_json, partitions_of, starting_offsets
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkRunResult", "register_sources", "spark_run"]
+__all__ = ["SparkRunResult", "job_failure", "register_sources", "spark_run"]
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +79,6 @@ def _topics(cfg: ConnectorConfig, bootstrap: str, plans: Sequence[Any]) -> list[
     if problems:
         raise ConfigError(problems)
     if len(topics) == 1 and topics[0].startswith("^"):  # topics.regex: the topics it matches now
-        import re
-
         from confluent_kafka.admin import AdminClient
 
         pattern = re.compile(topics[0])
@@ -170,8 +170,11 @@ def spark_run(
     start_json = _explicit(starting if starting != "committed" else default_spec, tps, known, EARLIEST)
     config_json = json.dumps({**props, "bootstrap.servers": bootstrap})
     ui = spark.sparkContext.uiWebUrl
-    log.info(
-        "spark-run %s: %d partitions of %s; Spark UI %s", cfg.name, len(tps), ", ".join(topics), ui or "off"
+    print(  # noqa: T201 - the first line of the progress a person follows
+        f"kcql-sink spark-run {cfg.name}: {len(tps)} partitions of {', '.join(topics)}; "
+        f"Spark UI {ui or 'off'}",
+        file=sys.stderr,
+        flush=True,
     )
     if not stream:
         from sink.spark.kafka_source import resolve_offsets
@@ -188,7 +191,13 @@ def spark_run(
         frame = _kafka_frame(
             spark, bootstrap, props, topics, False, startingOffsets=start_json, endingOffsets=end_json
         )
-        frame.write.format("kcql-sink").option("config", config_json).mode("append").save()
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        try:
+            frame.write.format("kcql-sink").option("config", config_json).mode("append").save()
+        except (PySparkException, Py4JJavaError) as exc:  # a JVM trace around the executor's Python one
+            raise job_failure(exc) from None
         return SparkRunResult(_decode(start_json), _decode(end_json), time.monotonic() - started)
     count = min(plan.flush.count for plan in plans)
     every = trigger if trigger is not None else float(min(plan.flush.interval for plan in plans))
@@ -208,11 +217,27 @@ def spark_run(
                 break
         failure = query.exception()
         if failure is not None:
-            raise SinkError(f"the streaming query failed: {failure}")
+            raise job_failure(failure)
     finally:
         if query.isActive:
             query.stop()
     return SparkRunResult(_decode(start_json), None, time.monotonic() - started)
+
+
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.MULTILINE)
+_OURS = ("sink.", "kcql.", "partitioners.", "formats.", "cimpl.", "confluent_kafka.", "KafkaException")
+
+
+def job_failure(exc: BaseException) -> SinkError:
+    """A failed Spark job as the error ``kcql-sink run`` would give: the sink's own exception
+    raised in the executor (naming topic, partition and offset), without the JVM's and the
+    Python worker's stack traces around it; Spark's first line when none of ours is found."""
+    text = str(exc)
+    for name, message in _RAISED.findall(text):
+        if name.startswith(_OURS):
+            return SinkError(f"the Spark job failed: {message.strip()}")
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return SinkError(f"the Spark job failed: {first[:500]}")
 
 
 def _decode(text: str) -> dict[TopicPartition, int]:

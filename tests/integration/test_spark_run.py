@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,10 +24,14 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from kcql.errors import SinkError
 from partitioners import is_data_key
 from sink.config.files import parse_connector_config
 from sink.spark.pipeline import spark_run
+from tests.fixtures.tansu import FAST_CONSUMER
 from tests.integration._run_support import RunningSink, fast_consumer_overrides, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
@@ -234,6 +239,7 @@ def test_a_spark_task_killed_mid_commit_is_retried_and_writes_each_record_once(
         "fault injection" in done.stderr or "exited unexpectedly" in done.stderr or "crashed" in done.stderr
     )
     assert ids(local_objects(root), "JSON") == Counter(range(400))
+    assert re.search(r"job: [\d,]+ records \(0 skipped\) in \d+ files", done.stderr), done.stderr[-3000:]
 
 
 def test_a_stream_writes_new_records_and_resumes_from_its_checkpoint_exactly_once(
@@ -348,4 +354,64 @@ def test_the_stream_stops_on_sigterm_and_a_restart_writes_each_record_once(
             if proc.poll() is None:
                 proc.kill()
         assert proc.returncode == 0, err[-3000:]
+        assert "Spark UI http" in err  # the progress a person follows: where to watch, then per micro-batch
+        progress = r"batch \d+: [\d,]+ records \(0 skipped\) in [\d,]+ files, [\d,]+ records/s"
+        assert re.search(progress, err), err[-3000:]
     assert ids(local_objects(root), "JSON") == Counter(range(400))
+
+
+def test_the_error_policy_and_the_dlq_apply_on_spark_and_errors_name_the_record(
+    kafka_bootstrap, topic_factory, producer, spark, tmp_path
+):
+    topic = topic_factory("spark-errors", partitions=2)
+    for i in range(40):
+        value = b"\x00 not json" if (i % 2, i // 2) == (1, 3) else json.dumps({"id": i}).encode()
+        producer.produce(topic, key=b"k", value=value, partition=i % 2, headers=[("origin", b"test")])
+    producer.flush(20)
+    dlq = f"dlq-{uuid.uuid4().hex[:8]}"
+
+    strict = config(
+        f"strict-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(tmp_path / "strict")},
+        count=5,
+    )
+    with pytest.raises(SinkError) as stopped:
+        spark_run(spark, strict, kafka_bootstrap)
+    text = str(stopped.value)
+    assert f"topic {topic!r} partition 1 offset 3" in text and "errors.tolerance=all" in text
+    assert "Traceback" not in text and len(text) < 2000  # a message a person reads, not a JVM dump
+
+    tolerant = config(
+        f"tolerant-{uuid.uuid4().hex[:6]}",
+        topic,
+        {
+            "connect.storage": "local",
+            "connect.local.root": str(tmp_path / "tolerant"),
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+        count=5,
+    )
+    spark_run(spark, tolerant, kafka_bootstrap)
+    assert ids(local_objects(tmp_path / "tolerant"), "JSON") == Counter(i for i in range(40) if i != 7)
+    reader = Consumer(
+        {"bootstrap.servers": kafka_bootstrap, "group.id": f"r-{uuid.uuid4().hex}", **FAST_CONSUMER}
+    )
+    reader.assign([KafkaTopicPartition(dlq, 0, 0)])
+    dead: list[Any] = []
+    wait_for(
+        lambda: (
+            bool(dead.extend(m for m in reader.consume(10, timeout=0.5) if m.error() is None))
+            or len(dead) >= 1
+        ),
+        timeout=30,
+        what="the bad record on the DLQ",
+    )
+    reader.close()
+    assert [(m.key(), m.value()) for m in dead] == [(b"k", b"\x00 not json")]
+    headers = dict(dead[0].headers())
+    assert headers["origin"] == b"test" and headers["__connect.errors.topic"] == topic.encode()
+    assert headers["__connect.errors.partition"] == b"1" and headers["__connect.errors.offset"] == b"3"
+    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
