@@ -218,10 +218,26 @@ def spark_run(
         failure = query.exception()
         if failure is not None:
             raise job_failure(failure)
+        _between_batches(query, STOP_GRACE_SECONDS)
     finally:
         if query.isActive:
             query.stop()
     return SparkRunResult(_decode(start_json), None, time.monotonic() - started)
+
+
+STOP_GRACE_SECONDS = 120.0
+"""How long a stop waits for the running micro-batch to commit before cancelling it."""
+
+
+def _between_batches(query: Any, grace: float) -> None:
+    """Wait (up to ``grace`` seconds) until ``query`` is not running a micro-batch, so a stop
+    lands between batches: the running one commits its offsets to the group and prints its line.
+    A batch cancelled anyway is not lost: the restart replays it and the index skips its files."""
+    deadline = time.monotonic() + grace
+    while query.isActive and time.monotonic() < deadline:
+        if not query.status.get("isTriggerActive", False):
+            return
+        time.sleep(0.2)
 
 
 _RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.MULTILINE)
