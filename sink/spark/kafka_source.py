@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -51,6 +51,7 @@ __all__ = [
     "KAFKA_SCHEMA",
     "KafkaRange",
     "KafkaSource",
+    "consume_range",
     "read_range",
     "register",
     "resolve_offsets",
@@ -116,10 +117,18 @@ def consumer_conf(options: Mapping[str, str], *, fail_on_data_loss: bool = True)
     if not bootstrap:
         raise KafkaSourceError("kcql-kafka: option kafka.bootstrap.servers is required")
     conf: dict[str, Any] = {
-        key[len("kafka.") :]: value
-        for key, value in options.items()
-        if key.startswith("kafka.") and key[len("kafka.") :] not in _OURS
+        # as the sink's own consumer (sink.runtime.consumer): librdkafka's default 1000 ms backoff
+        # when its queue is full stalls a reader that does work between polls
+        "fetch.queue.backoff.ms": 10,
+        "fetch.wait.max.ms": 100,
     }
+    conf.update(
+        {
+            key[len("kafka.") :]: value
+            for key, value in options.items()
+            if key.startswith("kafka.") and key[len("kafka.") :] not in _OURS
+        }
+    )
     conf.update(
         {
             "bootstrap.servers": bootstrap,
@@ -212,14 +221,17 @@ def fetched_ends(
     + 1); the fetch then returns the rest, and the end it reports is the one a reader reaches.
     Partitions that report nothing within 15 s keep their listed end.
     """
-    probe = Consumer({**conf, "enable.partition.eof": True, "enable.auto.commit": False})
+    # fetch.wait.max.ms: a fetch at the end returns at once instead of waiting for new data
+    probe = Consumer(
+        {**conf, "enable.partition.eof": True, "enable.auto.commit": False, "fetch.wait.max.ms": 10}
+    )
     ends = dict(listed)
     waiting = set(listed)
     try:
         probe.assign([KafkaTopicPartition(t, p, max(o, 0)) for (t, p), o in listed.items()])
         deadline = time.monotonic() + 15
         while waiting and time.monotonic() < deadline:
-            for message in probe.consume(num_messages=10_000, timeout=0.5):
+            for message in probe.consume(num_messages=10_000, timeout=0.1):
                 tp = (message.topic() or "", message.partition() or 0)
                 error = message.error()
                 if error is None:
@@ -232,18 +244,30 @@ def fetched_ends(
     return ends
 
 
-def _arrow(rows: dict[str, list[Any]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict(rows, schema=KAFKA_ARROW_SCHEMA)
+def _arrow(messages: Sequence[Message]) -> pa.RecordBatch:
+    """Messages as one Arrow batch of :data:`KAFKA_ARROW_SCHEMA`, a column at a time."""
+    stamps = [m.timestamp() for m in messages]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+            pa.array([m.topic() for m in messages], pa.string()),
+            pa.array([m.partition() for m in messages], pa.int32()),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            pa.array([ts * 1000 if kind and ts >= 0 else None for kind, ts in stamps], pa.int64()).cast(
+                KAFKA_ARROW_SCHEMA.field("timestamp").type
+            ),
+            pa.array([kind - 1 if kind else None for kind, _ts in stamps], pa.int32()),
+            pa.array([m.headers() or [] for m in messages], KAFKA_ARROW_SCHEMA.field("headers").type),
+        ],
+        schema=KAFKA_ARROW_SCHEMA,
+    )
 
 
-def _empty_rows() -> dict[str, list[Any]]:
-    return {name: [] for name in KAFKA_ARROW_SCHEMA.names}
-
-
-def read_range(
+def consume_range(
     part: KafkaRange, conf: Mapping[str, Any], *, batch_rows: int = 10_000, quiet_ms: int = 120_000
-) -> Iterator[pa.RecordBatch]:
-    """The messages of ``part`` in offset order, as Arrow batches of :data:`KAFKA_ARROW_SCHEMA`.
+) -> Iterator[list[Message]]:
+    """The messages of ``part`` in offset order, in lists of at most ``batch_rows``.
 
     Raises:
         KafkaException: the partition cannot be read (the message names topic, partition and
@@ -255,7 +279,6 @@ def read_range(
     consumer = Consumer(dict(conf))
     try:
         consumer.assign([KafkaTopicPartition(part.topic, part.partition, part.start)])
-        rows = _empty_rows()
         reached = part.start
         last_message = time.monotonic()
         while reached < part.end:
@@ -271,42 +294,40 @@ def read_range(
                     )
                 continue
             last_message = time.monotonic()
+            keep = len(messages)
             ended = False
-            for message in messages:
+            for i, message in enumerate(messages):  # an error, or the range's end, cuts the list
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        ended = True  # nothing more in the log now: gaps up to end are compaction/markers
-                        break
-                    raise KafkaException(
-                        KafkaError(
-                            error.code(), f"kcql-kafka: reading {where} at offset {reached}: {error.str()}"
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(
+                            KafkaError(
+                                error.code(),
+                                f"kcql-kafka: reading {where} at offset {reached}: {error.str()}",
+                            )
                         )
-                    )
-                offset = message.offset() or 0
-                if offset >= part.end:
-                    ended = True
+                    keep, ended = i, True  # nothing more in the log: gaps up to end are compaction/markers
                     break
-                kind, stamp = message.timestamp()
-                rows["key"].append(message.key())
-                rows["value"].append(message.value())
-                rows["topic"].append(part.topic)
-                rows["partition"].append(part.partition)
-                rows["offset"].append(offset)
-                rows["timestamp"].append(stamp * 1000 if kind and stamp >= 0 else None)
-                rows["timestampType"].append(max(kind - 1, 0) if kind else None)
-                headers: Any = message.headers()  # consumed: [(str, bytes | None)] or None
-                rows["headers"].append([{"key": k, "value": v} for k, v in headers] if headers else [])
-                reached = offset + 1
-            if len(rows["offset"]) >= batch_rows or (rows["offset"] and (ended or reached >= part.end)):
-                yield _arrow(rows)
-                rows = _empty_rows()
+                if (message.offset() or 0) >= part.end:
+                    keep, ended = i, True
+                    break
+            if keep:
+                taken = messages if keep == len(messages) else messages[:keep]
+                reached = (taken[-1].offset() or 0) + 1
+                yield taken
             if ended:
                 break
-        if rows["offset"]:
-            yield _arrow(rows)
     finally:
         consumer.close()
+
+
+def read_range(
+    part: KafkaRange, conf: Mapping[str, Any], *, batch_rows: int = 10_000, quiet_ms: int = 120_000
+) -> Iterator[pa.RecordBatch]:
+    """The messages of ``part`` in offset order, as Arrow batches of :data:`KAFKA_ARROW_SCHEMA`
+    (see :func:`consume_range`)."""
+    for messages in consume_range(part, conf, batch_rows=batch_rows, quiet_ms=quiet_ms):
+        yield _arrow(messages)
 
 
 def _ranges(starts: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int]) -> list[KafkaRange]:
@@ -330,7 +351,7 @@ def _int_option(options: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
-class _Reading:
+class KafkaReading:
     """What the batch and the stream reader share: options, the consumer settings, ``read``."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
@@ -353,7 +374,7 @@ class _Reading:
         yield from read_range(partition, self.conf, batch_rows=self.batch_rows, quiet_ms=self.quiet_ms)
 
 
-class _BatchReader(_Reading, DataSourceReader):
+class KafkaBatchReader(KafkaReading, DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         starts = self._resolve(self.options.get("startingoffsets", "earliest"), "earliest")
         ends = self._resolve(self.options.get("endingoffsets", "latest"), "latest")
@@ -371,7 +392,7 @@ def _from_offsets(offsets: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, i
     return {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
 
 
-class _StreamReader(_Reading, DataSourceStreamReader):
+class KafkaStreamReader(KafkaReading, DataSourceStreamReader):
     """Offsets are ``{"topic": {"partition": next offset}}``, the form Spark keeps in the checkpoint."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
@@ -417,10 +438,10 @@ class KafkaSource(DataSource):
         return KAFKA_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _BatchReader(self.options)
+        return KafkaBatchReader(self.options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return _StreamReader(self.options)
+        return KafkaStreamReader(self.options)
 
 
 def register(spark: Any) -> None:

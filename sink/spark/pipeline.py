@@ -3,10 +3,12 @@
 ``spark_run(spark, cfg, bootstrap)`` is what ``kcql-sink spark-run`` calls, and what a user's own
 PySpark code calls with its own session. It plans on the driver, where each partition starts
 (the storage index, else the connector group's offset, else ``starting``) and, for a backfill,
-where it ends (the high watermarks when the job starts, or ``ending``), and hands Spark two Python
-data sources: ``kcql-kafka`` reads each Kafka partition's range in one task, in order, and
-``kcql-sink`` writes it in that task through the sink's own task (:mod:`sink.spark.writer`). When
-a job or micro-batch is done, the offsets reached are committed to the group ``connect-<name>``
+where it ends (the ends a fetch reports when the job starts, or ``ending``), and runs the Python
+data source ``kcql-sink-pipeline`` (:mod:`sink.spark.pipeline_source`): one task per Kafka
+partition reads its range in order, as ``kcql-kafka`` plans and reads it, and writes it in the
+same process through the sink's own task (:func:`sink.spark.writer.write_runs`). The DataFrame
+holds one row per partition: what its task did. When a job or micro-batch is done, the offsets
+reached are committed to the group ``connect-<name>``
 (:mod:`sink.spark.offsets`), so ``kcql-sink run`` picks up where Spark stopped, and the other
 way round, without a gap or a duplicate.
 
@@ -36,7 +38,7 @@ from sink.config.settings import parse_settings
 from sink.config.subscription import resolve_subscription
 from sink.config.validate import validate
 from sink.records.record import TopicPartition
-from sink.spark.offsets import offsets_json, partitions_of, starting_offsets
+from sink.spark.offsets import job_committed, offsets_json, partitions_of, starting_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,12 +62,14 @@ class SparkRunResult:
 
 
 def register_sources(spark: SparkSession) -> None:
-    """Register ``kcql-kafka`` and ``kcql-sink`` with ``spark`` (idempotent)."""
+    """Register ``kcql-kafka``, ``kcql-sink`` and ``kcql-sink-pipeline`` with ``spark`` (idempotent)."""
     from sink.spark.kafka_source import register
+    from sink.spark.pipeline_source import PipelineSource
     from sink.spark.writer import SinkWriterSource
 
     register(spark)
     spark.dataSource.register(SinkWriterSource)
+    spark.dataSource.register(PipelineSource)
     # A streaming query looks data sources up in the JVM thread's active session: from a Python
     # thread other than the one that built the session (a user's own scheduler, our tests) that
     # is none, and ``start()`` fails with DATA_SOURCE_NOT_FOUND. Make ``spark`` active here.
@@ -121,7 +125,7 @@ def _kafka_frame(
 ) -> DataFrame:
     reader = spark.readStream if stream else spark.read
     reader = (
-        reader.format("kcql-kafka")
+        reader.format("kcql-sink-pipeline")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", ",".join(topics))
     )
@@ -165,6 +169,8 @@ def spark_run(
     settings = parse_settings(props)
     topics = _topics(cfg, bootstrap, plans)
     register_sources(spark)
+    from sink.spark.pipeline_source import report_of  # imports pyspark: only once a session exists
+
     tps = partitions_of(bootstrap, props, topics)
     known, default_spec = starting_offsets(settings, plans, bootstrap, props, tps, starting)
     start_json = _explicit(starting if starting != "committed" else default_spec, tps, known, EARLIEST)
@@ -189,24 +195,45 @@ def spark_run(
         )
         end_json = _explicit(ending, tps, ends, LATEST)
         frame = _kafka_frame(
-            spark, bootstrap, props, topics, False, startingOffsets=start_json, endingOffsets=end_json
+            spark,
+            bootstrap,
+            props,
+            topics,
+            False,
+            config=config_json,
+            startingOffsets=start_json,
+            endingOffsets=end_json,
         )
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 
+        job_started = time.monotonic()
         try:
-            frame.write.format("kcql-sink").option("config", config_json).mode("append").save()
+            reports = [report_of(row.asDict()) for row in frame.collect()]
         except (PySparkException, Py4JJavaError) as exc:  # a JVM trace around the executor's Python one
             raise job_failure(exc) from None
+        job_committed(props, bootstrap, reports, None, time.monotonic() - job_started)
         return SparkRunResult(_decode(start_json), _decode(end_json), time.monotonic() - started)
     count = min(plan.flush.count for plan in plans)
     every = trigger if trigger is not None else float(min(plan.flush.interval for plan in plans))
     frame = _kafka_frame(
-        spark, bootstrap, props, topics, True, startingOffsets=start_json, maxRecordsPerPartition=str(count)
+        spark,
+        bootstrap,
+        props,
+        topics,
+        True,
+        config=config_json,
+        startingOffsets=start_json,
+        maxRecordsPerPartition=str(count),
     )
+
+    def micro_batch_done(batch: DataFrame, batch_id: int) -> None:
+        reports = [report_of(row.asDict()) for row in batch.collect()]  # runs the micro-batch's tasks
+        seconds = max((report.seconds for report in reports), default=0.0)
+        job_committed(props, bootstrap, reports, batch_id, seconds)
+
     query = (
-        frame.writeStream.format("kcql-sink")
-        .option("config", config_json)
+        frame.writeStream.foreachBatch(micro_batch_done)
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=f"{every} seconds")
         .start()

@@ -24,11 +24,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from confluent_kafka import Message
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -46,7 +47,7 @@ from sink.runtime.dlq import DeadLetterQueue
 from sink.runtime.policy import RecordPolicy, put_tolerating
 from sink.spark.messages import messages_from_arrow, runs_of_messages
 
-__all__ = ["FAULT_ENV", "PartitionDone", "SinkWriterSource", "TaskReport", "write_messages"]
+__all__ = ["FAULT_ENV", "PartitionDone", "SinkWriterSource", "TaskReport", "write_messages", "write_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,19 @@ class _FileCounter(NullObserver):
 
 
 def write_messages(batches: Iterator[pa.RecordBatch], props: Mapping[str, str], bootstrap: str) -> TaskReport:
-    """Write every raw message of ``batches`` (one Spark task's rows) through the sink's task.
+    """Write every raw message of ``batches`` (one Spark task's rows of Kafka messages)."""
+    return write_runs(
+        (run for arrow in batches for run in runs_of_messages(messages_from_arrow(arrow))), props, bootstrap
+    )
+
+
+def write_runs(
+    runs: Iterable[tuple[str, int, list[Message]]], props: Mapping[str, str], bootstrap: str
+) -> TaskReport:
+    """Write runs of consecutive messages of one topic partition through the sink's own task,
+    exactly as ``kcql-sink run`` does: converters, batches, partitioner, formats, committer,
+    storage index, the error policy and the DLQ. At the end each partition's last file is
+    committed.
 
     Raises what the task raises when the error policy does not tolerate it (the message names
     topic, partition and offset); Spark then retries the task, which resumes from the index.
@@ -144,19 +157,20 @@ def write_messages(batches: Iterator[pa.RecordBatch], props: Mapping[str, str], 
         )
     done: dict[TopicPartition, PartitionDone] = {}
     try:
-        for arrow in batches:
-            for topic, partition, run in runs_of_messages(messages_from_arrow(arrow)):
-                tp = TopicPartition(topic, partition)
-                state = done.get(tp)
-                if state is None:
-                    task.fault_hook = _fault_hook(partition)
-                    task.open([tp])
-                    state = done[tp] = PartitionDone(topic, partition, 0, 0, 0)
-                for batch in builder.build(topic, partition, run):
-                    written = put_tolerating(task, batch, policy)
-                    state.records += written
-                    state.skipped += len(batch) - written
-                state.next_offset = (run[-1].offset() or 0) + 1
+        for topic, partition, run in runs:
+            if not run:
+                continue
+            tp = TopicPartition(topic, partition)
+            state = done.get(tp)
+            if state is None:
+                task.fault_hook = _fault_hook(partition)
+                task.open([tp])
+                state = done[tp] = PartitionDone(topic, partition, 0, 0, 0)
+            for batch in builder.build(topic, partition, run):
+                written = put_tolerating(task, batch, policy)
+                state.records += written
+                state.skipped += len(batch) - written
+            state.next_offset = (run[-1].offset() or 0) + 1
         task.close(sorted(done))  # commits each partition's last, partial file (exactly once)
     finally:
         task.stop()

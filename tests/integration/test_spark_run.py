@@ -30,7 +30,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kcql.errors import SinkError
 from partitioners import is_data_key
 from sink.config.files import parse_connector_config
-from sink.spark.pipeline import spark_run
+from sink.spark.pipeline import register_sources, spark_run
 from tests.fixtures.tansu import FAST_CONSUMER
 from tests.integration._run_support import RunningSink, fast_consumer_overrides, wait_for
 
@@ -415,3 +415,38 @@ def test_the_error_policy_and_the_dlq_apply_on_spark_and_errors_name_the_record(
     assert headers["origin"] == b"test" and headers["__connect.errors.topic"] == topic.encode()
     assert headers["__connect.errors.partition"] == b"1" and headers["__connect.errors.offset"] == b"3"
     assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+
+
+def test_kcql_kafka_and_the_kcql_sink_writer_compose_as_dataframes(
+    kafka_bootstrap, topic_factory, producer, spark, tmp_path
+):
+    """The two data sources a user composes (with their own steps between, if they like) write
+    what ``spark-run`` writes: the writer runs the same write path in each task."""
+    register_sources(spark)  # what spark_run does; a user's own code calls it (or the two registers)
+    topic = topic_factory("spark-compose", partitions=4)
+    for i in range(200):
+        producer.produce(topic, key=f"k{i}".encode(), value=json.dumps({"id": i}).encode(), partition=i % 4)
+    producer.flush(20)
+    cfg = config(
+        f"compose-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(tmp_path / "frames")},
+    )
+    (
+        spark.read.format("kcql-kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic)
+        .load()
+        .write.format("kcql-sink")
+        .option("config", json.dumps({**cfg.props, "bootstrap.servers": kafka_bootstrap}))
+        .mode("append")
+        .save()
+    )
+    other = config(
+        f"compose-{uuid.uuid4().hex[:6]}",
+        topic,
+        {"connect.storage": "local", "connect.local.root": str(tmp_path / "spark-run")},
+    )
+    spark_run(spark, other, kafka_bootstrap)
+    frames, pipeline = local_objects(tmp_path / "frames"), local_objects(tmp_path / "spark-run")
+    assert frames == pipeline and ids(frames, "JSON") == Counter(range(200))
