@@ -1,0 +1,1 @@
+"""Kafka Connect single message transforms and predicates, and the Python callables users plug in."""
