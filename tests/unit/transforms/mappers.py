@@ -1,0 +1,34 @@
+"""Python transforms the chain tests load by ``module:callable``, as a user's would be."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from sink.records.record import SinkRecord
+
+
+def upper_names(record: SinkRecord) -> SinkRecord:
+    value = dict(record.value)
+    value["name"] = value["name"].upper()
+    return dataclasses.replace(record, value=value, raw_value=None)
+
+
+def only_even(record: SinkRecord) -> SinkRecord | None:
+    return record if record.value["id"] % 2 == 0 else None
+
+
+def one_per_item(record: SinkRecord) -> Iterator[SinkRecord]:
+    for item in record.value["items"]:
+        yield dataclasses.replace(record, value={"id": record.value["id"], "item": item}, raw_value=None)
+
+
+def broken(record: SinkRecord) -> SinkRecord:
+    raise KeyError("no such field")
+
+
+def wrong_type(record: SinkRecord) -> str:
+    return "not a record"
+
+
+NOT_CALLABLE = 42
