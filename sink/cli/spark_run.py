@@ -88,6 +88,7 @@ def spark_run_command(args: argparse.Namespace, session: Any = None) -> int:
     if problems:
         raise ConfigError(problems)
     assert bootstrap is not None  # noqa: S101 - reported above
+    own_session = session is None
     if session is None:
         from spark_reader.session import build_session
 
@@ -116,6 +117,8 @@ def spark_run_command(args: argparse.Namespace, session: Any = None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if own_session:
+            session.stop()  # before exit, or PySpark's accumulator thread prints an EOFError
     print(  # noqa: T201 - the command's result line
         f"kcql-sink spark-run {cfg.name}: {'stream stopped' if args.stream else 'backfill done'} "
         f"after {result.seconds:.1f} s ({len(result.starting)} partitions)",

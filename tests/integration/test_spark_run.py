@@ -358,6 +358,7 @@ def test_the_stream_stops_on_sigterm_and_a_restart_writes_each_record_once(
             if proc.poll() is None:
                 proc.kill()
         assert proc.returncode == 0, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]  # a clean stop: no Python trace from any thread
         assert "Spark UI http" in err  # the progress a person follows: where to watch, then per micro-batch
         progress = r"batch \d+: [\d,]+ records \(0 skipped\) in [\d,]+ files, [\d,]+ records/s"
         assert re.search(progress, err), err[-3000:]
