@@ -77,6 +77,7 @@ KNOWN_PROPERTIES = (
     "compression.codec",
     "compression.level",
     "schema.compatibility",
+    "projection.enabled",
 )
 """Every PROPERTIES key the sink understands (Lenses' plus our extensions), lower case."""
 
@@ -181,6 +182,7 @@ def compile_statement(raw: RawStatement) -> SinkPlan:
             _upper_choice(raw, props, given, "schema.compatibility", SCHEMA_COMPATIBILITIES) or "NONE",
         ),
         fields=_select(raw),
+        projection=_bool(raw, props, given, "projection.enabled") is not False,
         ignore=tuple(_select_field(raw, item, "IGNORE").name for item in raw.ignore),
         limit=limit,
         properties=tuple(props.items()),

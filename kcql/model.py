@@ -104,8 +104,8 @@ SelectSource = Literal["value", "key", "header", "topic", "partition", "offset",
 class SelectField:
     """One entry of the SELECT (or IGNORE) list: the projection, parsed and kept.
 
-    Lenses' S3 sink parses the projection and writes the whole value anyway; so does kcql-sink
-    today (applying it is a later feature). ``SinkPlan.fields`` is empty for a plain ``SELECT *``;
+    Lenses' S3 sink parses the projection and writes the whole value anyway; kcql-sink applies it
+    (``sink.transforms.projection``). ``SinkPlan.fields`` is empty for a plain ``SELECT *``;
     a ``*`` mixed with fields is kept as an entry of its own.
 
     Examples (``name`` → ``source``, ``path``): ``*`` → value, ("*",); ``a.b`` and ``_value.a.b``
@@ -208,9 +208,12 @@ class SinkPlan:
     schema_compatibility: Literal["NONE", "BACKWARD", "FORWARD", "FULL"] = "NONE"
     """Confluent-style schema evolution: NONE rolls a new file on any schema change."""
     fields: tuple[SelectField, ...] = ()
-    """SELECT list; empty means a plain ``SELECT *``. Kept for projection, not applied (nor by Lenses)."""
+    """SELECT list; empty means a plain ``SELECT *``. Applied to the written value unless
+    :attr:`projection` is off (Lenses parses it and writes the whole value)."""
+    projection: bool = True
+    """``projection.enabled``: apply SELECT and IGNORE (``False``: write every field, as Lenses)."""
     ignore: tuple[str, ...] = ()
-    """IGNORE list as written (``a.b``, ``f.*``), parsed and kept, not applied (nor by Lenses)."""
+    """IGNORE list as written (``a.b``, ``f.*``): fields removed from the written value."""
     limit: int | None = None
     """LIMIT n, parsed and kept."""
     properties: tuple[tuple[str, str], ...] = ()

@@ -116,23 +116,11 @@ def validate(props: Mapping[str, str]) -> list[ConfigProblem]:
 
 
 def _transform_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
-    """``transforms``/``predicates``: each SMT's own settings are checked, and then the config is
-    refused, because the write path does not apply transforms yet. Connect fails a connector whose
-    SMT it cannot run; writing the records untransformed instead would put the wrong data in the
-    bucket without a word."""
-    from sink.transforms.chain import transform_problems
+    """``transforms``/``predicates``: unknown classes and settings, named by key (Connect fails a
+    connector whose SMT config its ConfigDef rejects)."""
+    from sink.transforms import transform_problems
 
-    if not (props.get("transforms") or "").strip():
-        return []
-    return [
-        *transform_problems(props),
-        ConfigProblem(
-            "transforms",
-            props["transforms"],
-            "kcql-sink parses Connect transforms but does not apply them to records yet (the SMTs are "
-            "checked above); remove the setting, or reshape the records before they reach the topic",
-        ),
-    ]
+    return transform_problems(props)
 
 
 def _compile_kcql(props: Mapping[str, str], problems: list[ConfigProblem]) -> Sequence[SinkPlan]:

@@ -66,7 +66,7 @@ class Source:
 
     __slots__ = (
         "_avro", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro", "check_json",
-        "check_keys", "convert", "executor", "json", "messages", "records", "values",
+        "check_keys", "convert", "executor", "json", "messages", "records", "transformed", "values",
     )
 
     def __init__(
@@ -81,6 +81,7 @@ class Source:
         avro: Callable[[], tuple[Any, Any, pa.Schema] | None] | None = None,
         check_keys: bool = False,
         executor: Executor | None = None,
+        transformed: bool = False,
     ) -> None:
         self.messages = messages
         self.records = records
@@ -95,6 +96,9 @@ class Source:
         self.check_keys = check_keys
         """Keys go through the StringConverter: a cheap form needs every key to be UTF-8."""
         self.executor = executor
+        self.transformed = transformed
+        """The records came out of transforms: ``messages[i]`` is the message record ``i`` was
+        made from (a fan-out repeats it), and only the records have the right timestamps."""
         self._offsets: list[int] | None = None
         self._json_ends: np.ndarray | None = None
         self._json_valid: bool | None = None
@@ -234,18 +238,24 @@ class RecordView(Sequence[SinkRecord]):
 class RecordBatch:
     """Consecutive records of one topic partition in offset order (see the module docstring).
 
+    Offsets never fall; they repeat only where a transform fanned one message out into several
+    records, which share its offset.
+
     Satisfies the batch protocols the formats and partitioners read (``formats.base.Batch``,
     ``partitioners.base.Batch``). Never empty.
     """
 
-    __slots__ = ("_memo", "_src", "_start", "_stop", "_whole", "partition", "topic")
+    __slots__ = ("_memo", "_src", "_start", "_stop", "_whole", "partition", "source_topic", "topic")
 
     def __init__(
         self, topic: str, partition: int, src: Source, start: int = 0, stop: int | None = None,
-        whole: RecordBatch | None = None,
+        whole: RecordBatch | None = None, *, source_topic: str | None = None,
     ) -> None:
         self.topic = topic
+        """The records' topic: the consumed one, or what a transform renamed it to (RegexRouter)."""
         self.partition = partition
+        self.source_topic = topic if source_topic is None else source_topic
+        """The topic the records were consumed from: whose partition offsets and index they move."""
         self._src = src
         self._start = start
         self._stop = len(src) if stop is None else stop
@@ -298,13 +308,13 @@ class RecordBatch:
         return i - self._start
 
     def count_through(self, offset: int) -> int:
-        """How many records have an offset at or below ``offset`` (a prefix: offsets rise)."""
+        """How many records have an offset at or below ``offset`` (a prefix: offsets never fall)."""
         return bisect.bisect_right(self._src.offsets(), offset, self._start, self._stop) - self._start
 
     def timestamps(self) -> tuple[int | None, int | None]:
         """Smallest and largest record timestamp (epoch ms); ``None`` when no record has one."""
         src = self._src
-        if src.messages is None:
+        if src.messages is None or src.transformed:
             part = src.records[self._start : self._stop]
             stamps = [r.timestamp for r in part if r is not None and r.timestamp is not None]
             return (min(stamps), max(stamps)) if stamps else (None, None)
@@ -363,8 +373,24 @@ class RecordBatch:
             return self
         whole = self._whole or self
         return RecordBatch(
-            self.topic, self.partition, self._src, self._start + start, self._start + stop, whole
+            self.topic, self.partition, self._src, self._start + start, self._start + stop, whole,
+            source_topic=self.source_topic,
         )
+
+    def with_records(self, records: Sequence[SinkRecord]) -> RecordBatch:
+        """A batch of the first ``len(records)`` positions of this one, holding ``records``
+        instead (the same messages and offsets; the per-record view only): what a projection
+        hands the format."""
+        n = len(records)
+        if not 0 < n <= len(self):
+            raise ValueError(f"{n} records for a batch of {len(self)}")
+        src = self._src
+        messages = None if src.messages is None else src.messages[self._start : self._start + n]
+        if messages is None:
+            out = Source(None, list(records))
+        else:
+            out = Source(messages, list(records), executor=src.executor, transformed=True)
+        return RecordBatch(self.topic, self.partition, out, source_topic=self.source_topic)
 
     def whole(self) -> tuple[RecordBatch, int]:
         """The batch this one was sliced from (itself if not sliced) and where it starts in it."""

@@ -31,6 +31,8 @@ class PythonTransform(Transform):
     a record, or an iterable of records (fan-out). It is imported from the Python path when the
     connector starts, so a typo is a config error, not a failure at the first record."""
 
+    renames_topic = True
+
     def __init__(self, name: str, settings: TransformSettings) -> None:
         super().__init__(name, settings)
         spec = settings.require("function")
@@ -66,10 +68,13 @@ class PythonTransform(Transform):
         if result is None:
             return []
         if isinstance(result, SinkRecord):
+            result.raw_value = None  # the callable may have changed the value in place
             return [result]
         if isinstance(result, Iterable) and not isinstance(result, (str, bytes, dict)):
             out = list(result)
             if all(isinstance(item, SinkRecord) for item in out):
+                for item in out:
+                    item.raw_value = None
                 return out
         raise record_error(
             record, self.name, f"returned {type(result).__name__}; expected None, a SinkRecord or records"
@@ -99,6 +104,11 @@ class TransformChain:
 
     def __len__(self) -> int:
         return len(self._steps)
+
+    @property
+    def renames_topics(self) -> bool:
+        """Whether a step may change a record's topic (see ``Transform.renames_topic``)."""
+        return any(step.transform.renames_topic for step in self._steps)
 
     def apply(self, record: SinkRecord) -> list[SinkRecord]:
         """The records ``record`` becomes: none (dropped), one, or several (a Python fan-out).

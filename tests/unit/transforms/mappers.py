@@ -32,3 +32,15 @@ def wrong_type(record: SinkRecord) -> str:
 
 
 NOT_CALLABLE = 42
+
+
+def fail_on_three(record: SinkRecord) -> SinkRecord:
+    if record.value["id"] == 3:
+        raise ValueError("three is not allowed")
+    return record
+
+
+def upper_in_place(record: SinkRecord) -> SinkRecord:
+    """Changes the value in place and returns the same record (the raw JSON text is then stale)."""
+    record.value["name"] = record.value["name"].upper()
+    return record

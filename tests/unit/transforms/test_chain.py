@@ -109,7 +109,7 @@ def test_every_config_problem_is_named_at_once() -> None:
     assert "not a setting" in problems["transforms.d.colour"]
 
 
-def test_validate_checks_the_transforms_and_refuses_them_until_the_write_path_applies_them() -> None:
+def test_validate_names_each_bad_transform_setting_and_accepts_good_ones() -> None:
     base = {
         "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
         "topics": "orders",
@@ -119,5 +119,5 @@ def test_validate_checks_the_transforms_and_refuses_them_until_the_write_path_ap
     }
     assert validate(base) == []
     problems = validate({**base, "transforms": "m", "transforms.m.type": "org.example.Nope"})
-    assert [p.key for p in problems] == ["transforms.m.type", "transforms"]
-    assert "does not apply them to records yet" in problems[1].why
+    assert [p.key for p in problems] == ["transforms.m.type"]
+    assert validate({**base, "transforms": "m", **python("m", f"{M}:upper_names")}) == []
