@@ -129,6 +129,17 @@ class SelectField:
         """True for ``*``, ``f.*``, ``_key.*``: every field at one level."""
         return self.path[-1:] == ("*",)
 
+    @property
+    def output_name(self) -> str | None:
+        """The name of the field it writes: the alias, else the path's last segment (``a.b`` →
+        ``b``), else the source (``_key`` → ``key``, ``_.offset`` → ``offset``); ``None`` for a
+        wildcard without alias, which writes the fields it expands to under their own names."""
+        if self.alias:
+            return self.alias
+        if self.is_wildcard:
+            return None
+        return self.path[-1] if self.path else self.source
+
 
 @dataclass(frozen=True, slots=True)
 class FlushSettings:

@@ -65,13 +65,6 @@ class Projection:
         self._entries = entries
         self._ignore = ignore
 
-    @property
-    def columns(self) -> list[str]:
-        """The written fields' names (``f.*`` for a wildcard): what ``kcql explain`` shows."""
-        names = [e.name if e.name is not None else e.field.name for e in self._entries]
-        dropped = {".".join(path) for path in self._ignore}
-        return [n for n in names if n not in dropped] + [f"-{d}" for d in sorted(dropped) if d not in names]
-
     def apply(self, record: SinkRecord) -> SinkRecord:
         """``record`` with its value projected.
 
@@ -153,7 +146,7 @@ def compile_projection(plan: SinkPlan) -> Projection | None:
     entries: list[_Entry] = []
     seen: set[str] = set()
     for field in fields:
-        name = None if field.is_wildcard and field.alias is None else _name(field)
+        name = field.output_name
         if name is not None:
             if name in seen:
                 problems.append(
@@ -186,14 +179,6 @@ def compile_projection(plan: SinkPlan) -> Projection | None:
     if problems:
         raise ConfigError(problems)
     return Projection(plan, entries, ignore)
-
-
-def _name(field: SelectField) -> str:
-    if field.alias:
-        return field.alias
-    if field.path and not field.is_wildcard:
-        return field.path[-1]
-    return field.source
 
 
 def _record_of(schema: Schema | None) -> dict[str, Any] | None:
