@@ -25,5 +25,5 @@ def test_columns(statement: str, columns: object) -> None:
 
 
 def test_projection_enabled_must_be_a_boolean() -> None:
-    with pytest.raises(kcql.KcqlError, match="projection.enabled must be true or false"):
+    with pytest.raises(kcql.KcqlError, match=r"projection\.enabled must be true or false"):
         kcql.parse_one("INSERT INTO b SELECT id FROM t PROPERTIES('projection.enabled'='maybe')")
