@@ -59,7 +59,6 @@ from sink.storage import Storage, create_storage
 from sink.task.statements import Statement, compile_statements
 from sink.task.timer import FlushTimer
 from sink.task.writers import PartitionWriter, WriterKey, WriterPool, writer_slot
-from sink.transforms import parse_transforms
 from sink.transforms.projection import Projection
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
@@ -113,7 +112,6 @@ class SinkTask:
         self._plans: tuple[SinkPlan, ...] = ()
         self._plan_by_topic: dict[str, SinkPlan] = {}
         self._renamed: dict[str, SinkPlan | None] = {}
-        self._renames_topics = False
         self._statements: dict[SinkPlan, Statement] = {}
         self._partitions: dict[TopicPartition, _PartitionState] = {}
         self._pool = WriterPool(1)
@@ -148,7 +146,6 @@ class SinkTask:
 
             plans = parse(settings.kcql)
         self.settings = settings
-        self._renames_topics = parse_transforms(config).renames_topics
         self._plans, padding_problems = with_connector_padding(plans, settings)
         if padding_problems:
             raise ConfigError(padding_problems)
@@ -561,10 +558,6 @@ class SinkTask:
         plan = self._plan_by_topic.get(topic)
         if plan is None:
             plan = plan_for_topic(self._plans, topic)
-            if plan is None and self._renames_topics:
-                # Connect configs with RegexRouter name the renamed topic in FROM; the consumed
-                # partition's index then lives with the first statement
-                plan = self._plans[0]
             if plan is None:
                 raise SinkError(
                     f"Can't find the KCQL for source topic [{topic}]: add a statement "  # noqa: S608

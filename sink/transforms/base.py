@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import ClassVar
 
 from kcql.errors import ConfigError, RecordError
 from sink.records.record import SinkRecord
@@ -74,10 +73,6 @@ class Transform(ABC):
     Subclasses read their settings in ``__init__`` (raising :class:`ConfigError` naming the key)
     and implement :meth:`apply`.
     """
-
-    renames_topic: ClassVar[bool] = False
-    """Whether it may change a record's topic (RegexRouter): the task then finds the statement
-    by the new topic and writes it under that name."""
 
     def __init__(self, name: str, settings: TransformSettings) -> None:
         self.name = name

@@ -31,8 +31,6 @@ class PythonTransform(Transform):
     a record, or an iterable of records (fan-out). It is imported from the Python path when the
     connector starts, so a typo is a config error, not a failure at the first record."""
 
-    renames_topic = True
-
     def __init__(self, name: str, settings: TransformSettings) -> None:
         super().__init__(name, settings)
         spec = settings.require("function")
@@ -104,11 +102,6 @@ class TransformChain:
 
     def __len__(self) -> int:
         return len(self._steps)
-
-    @property
-    def renames_topics(self) -> bool:
-        """Whether a step may change a record's topic (see ``Transform.renames_topic``)."""
-        return any(step.transform.renames_topic for step in self._steps)
 
     def apply(self, record: SinkRecord) -> list[SinkRecord]:
         """The records ``record`` becomes: none (dropped), one, or several (a Python fan-out).

@@ -111,6 +111,7 @@ def test_every_config_problem_is_named_at_once() -> None:
 
 def test_validate_names_each_bad_transform_setting_and_accepts_good_ones() -> None:
     base = {
+        "name": "c",
         "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
         "topics": "orders",
         "connect.s3.kcql": "INSERT INTO b:p SELECT * FROM orders",
