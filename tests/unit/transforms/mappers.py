@@ -44,3 +44,8 @@ def upper_in_place(record: SinkRecord) -> SinkRecord:
     """Changes the value in place and returns the same record (the raw JSON text is then stale)."""
     record.value["name"] = record.value["name"].upper()
     return record
+
+
+def twice(record: SinkRecord) -> list[SinkRecord]:
+    """Two records per message, told apart by ``copy`` (a fan-out for the Spark and run tests)."""
+    return [dataclasses.replace(record, value={**record.value, "copy": n}) for n in (0, 1)]
