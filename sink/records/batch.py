@@ -198,6 +198,75 @@ class Source:
         return batch, writer
 
 
+class MappedSource(Source):
+    """Records of another batch, each mapped by a function when first read (a projection), with
+    the origin's decoded Avro columns mapped by ``columns`` when it gives them (see
+    :meth:`RecordBatch.mapped`). No JSON text form: the text is the unmapped value."""
+
+    __slots__ = ("_columns", "_map", "_origin")
+
+    def __init__(
+        self,
+        origin: RecordBatch,
+        map_record: Callable[[SinkRecord], SinkRecord],
+        columns: Callable[[Any], tuple[Any, pa.Schema, Callable[[pa.RecordBatch], pa.RecordBatch]] | None]
+        | None,
+    ) -> None:
+        messages = origin._src.messages
+        part = None if messages is None else messages[origin._start : origin._stop]
+        super().__init__(part, [None] * len(origin), executor=origin._src.executor, transformed=True)
+        self._origin = origin
+        self._map = map_record
+        self._columns = columns
+
+    def record(self, i: int, index: int) -> SinkRecord:
+        record = self.records[i]
+        if record is None:
+            try:
+                record = self.records[i] = self._map(self._origin._src.record(self._origin._start + i, index))
+            except Exception as exc:
+                if hasattr(exc, "index"):
+                    exc.index = index
+                raise
+        return record
+
+    def offset(self, i: int) -> int:
+        return self._origin.offset_at(i)
+
+    def offsets(self) -> list[int]:
+        if self._offsets is None:
+            self._offsets = [self._origin.offset_at(i) for i in range(len(self._origin))]
+        return self._offsets
+
+    def json_lines(self, start: int, stop: int, checked: bool) -> bytes | None:
+        return None
+
+    def origin_slice(self, start: int, stop: int) -> RecordBatch:
+        return self._origin.slice(start, stop)
+
+    def _mapped_columns(self) -> tuple[Any, pa.Schema, Callable[[pa.RecordBatch], pa.RecordBatch]] | None:
+        if self._columns is None:
+            return None
+        described = self._origin.avro_schema()
+        return None if described is None else self._columns(described[0])
+
+    def avro_schema(self) -> tuple[Any, pa.Schema] | None:
+        mapped = self._mapped_columns()
+        return None if mapped is None else (mapped[0], mapped[1])
+
+    def avro_columns(self, start: int, stop: int) -> tuple[pa.RecordBatch, Any] | None:
+        mapped = self._mapped_columns()
+        if mapped is None:
+            return None
+        whole = self._origin.avro_columns()
+        if whole is None:
+            return None
+        batch = mapped[2](whole[0])
+        if start or stop != len(self.records):
+            batch = batch.slice(start, stop - start)
+        return batch, mapped[0]
+
+
 class RecordView(Sequence[SinkRecord]):
     """The records of a batch, each converted when first read (see :meth:`RecordBatch.records`)."""
 
@@ -314,6 +383,8 @@ class RecordBatch:
     def timestamps(self) -> tuple[int | None, int | None]:
         """Smallest and largest record timestamp (epoch ms); ``None`` when no record has one."""
         src = self._src
+        if isinstance(src, MappedSource):  # a mapping (projection) keeps the timestamps
+            return src.origin_slice(self._start, self._stop).timestamps()
         if src.messages is None or src.transformed:
             part = src.records[self._start : self._stop]
             stamps = [r.timestamp for r in part if r is not None and r.timestamp is not None]
@@ -391,6 +462,19 @@ class RecordBatch:
         else:
             out = Source(messages, list(records), executor=src.executor, transformed=True)
         return RecordBatch(self.topic, self.partition, out, source_topic=self.source_topic)
+
+    def mapped(
+        self,
+        map_record: Callable[[SinkRecord], SinkRecord],
+        columns: Callable[[Any], tuple[Any, pa.Schema, Callable[[pa.RecordBatch], pa.RecordBatch]] | None]
+        | None = None,
+    ) -> RecordBatch:
+        """This batch with each record mapped by ``map_record`` when first read (its errors are
+        raised in place, as conversion errors are). ``columns(writer schema)`` may give the
+        mapped writer schema, its Arrow schema and a function mapping this batch's decoded Avro
+        columns to the mapped ones, so a format can take the Arrow form instead of the records."""
+        src = MappedSource(self, map_record, columns)
+        return RecordBatch(self.topic, self.partition, src, source_topic=self.source_topic)
 
     def whole(self) -> tuple[RecordBatch, int]:
         """The batch this one was sliced from (itself if not sliced) and where it starts in it."""

@@ -54,12 +54,11 @@ from sink.commit.staging import StagingArea
 from sink.config.settings import ConnectorSettings, parse_settings, with_connector_padding
 from sink.events import NO_OBSERVER, SinkObserver
 from sink.records.batch import RecordBatch
-from sink.records.record import SinkRecord, TopicPartition
+from sink.records.record import TopicPartition
 from sink.storage import Storage, create_storage
 from sink.task.statements import Statement, compile_statements
 from sink.task.timer import FlushTimer
 from sink.task.writers import PartitionWriter, WriterKey, WriterPool, writer_slot
-from sink.transforms.projection import Projection
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
 
@@ -223,10 +222,9 @@ class SinkTask:
                     if skip == len(part):
                         continue
                     part = part.slice(skip)
-                if statement.projection is None:
-                    self._write(state, plan, slot, part)
-                else:
-                    self._write_projected(state, plan, slot, part, statement.projection)
+                if statement.projection is not None:
+                    part = statement.projection.batch(part)
+                self._write(state, plan, slot, part)
             self._enforce_staging_budget()
 
     def prefetch(self, batch: RecordBatch) -> bool:
@@ -373,22 +371,6 @@ class SinkTask:
             if taken == len(part):
                 return
             part = part.slice(taken)
-
-    def _write_projected(
-        self, state: _PartitionState, plan: SinkPlan, slot: str, part: RecordBatch, projection: Projection
-    ) -> None:
-        """:meth:`_write` of ``part`` with each value projected; the records before one that
-        cannot be projected are written, then its RecordError propagates."""
-        projected: list[SinkRecord] = []
-        failure: RecordError | None = None
-        try:
-            projected.extend(map(projection.apply, part.records()))
-        except RecordError as exc:
-            failure = exc
-        if projected:
-            self._write(state, plan, slot, part.with_records(projected))
-        if failure is not None:
-            raise failure
 
     def _open_writer(self, plan: SinkPlan, key: WriterKey) -> PartitionWriter:
         while self._pool.full:

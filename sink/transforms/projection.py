@@ -29,13 +29,21 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime as dt
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kcql.errors import ConfigError, ConfigProblem, RecordError
 from kcql.model import SelectField, SinkPlan
+from sink.records.batch import RecordBatch
 from sink.records.record import Schema, SinkRecord
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 __all__ = ["PROJECTION_PROPERTY", "Projection", "compile_projection"]
+
+Columns = tuple[Schema, "pa.Schema", Callable[["pa.RecordBatch"], "pa.RecordBatch"]]
+"""The projected writer schema, its Arrow schema, and decoded Avro columns → projected ones."""
 
 PROJECTION_PROPERTY = "projection.enabled"
 """The KCQL property that turns projection off (``false``: write every field, as Lenses does)."""
@@ -64,6 +72,12 @@ class Projection:
         self.plan = plan
         self._entries = entries
         self._ignore = ignore
+        self._static = all(e.field.source in ("value", *_METADATA_SCHEMAS) for e in entries)
+        """The output schema depends on the value schema alone (no key or header entries)."""
+        self._schemas: dict[int, tuple[Schema, Schema | None]] = {}
+        """id(value schema) -> (it, the projected schema): one schema object per source schema,
+        so formats see the same object for every record of it (and compare nothing)."""
+        self._arrow: dict[int, tuple[Any, Columns | None]] = {}
 
     def apply(self, record: SinkRecord) -> SinkRecord:
         """``record`` with its value projected.
@@ -87,7 +101,63 @@ class Projection:
             schema_out = {"type": "record", "name": _record_name(record.value_schema), "fields": fields}
         for path in self._ignore:
             value, schema_out = _drop(value, schema_out, path)
+        if typed and self._static:
+            schema_out = self._same_schema(record.value_schema, schema_out)
         return dataclasses.replace(record, value=value, value_schema=schema_out, raw_value=None)
+
+    def _same_schema(self, source: Schema | None, projected: Schema | None) -> Schema | None:
+        hit = self._schemas.get(id(source))
+        if hit is not None and hit[0] is source:
+            return hit[1]
+        if len(self._schemas) >= 256:  # a converter that builds a schema object per record
+            self._schemas.clear()
+        self._schemas[id(source)] = (source, projected)  # type: ignore[assignment]
+        return projected
+
+    def batch(self, part: RecordBatch) -> RecordBatch:
+        """``part`` projected: records when first read, decoded Avro columns when a format asks
+        and the projection is a choice of top-level fields (:meth:`columns_of`)."""
+        return part.mapped(self.apply, self._columns)
+
+    def _columns(self, writer: Any) -> Columns | None:
+        hit = self._arrow.get(id(writer))
+        if hit is not None and hit[0] is writer:
+            return hit[1]
+        found = self.columns_of(writer)
+        columns: Columns | None = None
+        if found is not None:
+            from formats.arrow_schema import avro_to_arrow
+
+            schema, pairs = found
+            arrow_schema = avro_to_arrow(schema)
+            sources = [source for source, _ in pairs]
+
+            def select(batch: pa.RecordBatch) -> pa.RecordBatch:
+                import pyarrow as pa
+
+                arrays = [batch.column(name) for name in sources]
+                return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+            columns = (schema, arrow_schema, select)
+        self._arrow[id(writer)] = (writer, columns)
+        return columns
+
+    def columns_of(self, value_schema: Schema) -> tuple[Schema, list[tuple[str, str]]] | None:
+        """For the Arrow fast path: the projected schema of ``value_schema`` and the
+        ``(source column, written name)`` pairs that give it, when the projection is a choice of
+        top-level value fields (renamed or not) and nothing else; ``None`` otherwise."""
+        if self._ignore or not all(
+            e.field.source == "value" and len(e.field.path) == 1 and not e.field.is_wildcard
+            for e in self._entries
+        ):
+            return None
+        probe = SinkRecord(topic="", partition=0, offset=-1, value={}, value_schema=value_schema)
+        try:
+            schema = self.apply(probe).value_schema
+        except RecordError:
+            return None  # a field is not in this schema: the per-record path says which record
+        assert schema is not None  # noqa: S101 - typed in, typed out
+        return schema, [(e.field.path[0], e.name or e.field.path[0]) for e in self._entries]
 
     def _expand(self, record: SinkRecord, entry: _Entry, typed: bool) -> list[tuple[str, Any, Schema | None]]:
         field = entry.field
@@ -118,17 +188,18 @@ class Projection:
             if typed and schema is None:
                 schema = _guess(item)
             return [(entry.name, item, schema)]
-        if item is None:
+        if item is None and (schema is None or not typed):
             return []
-        if not isinstance(item, dict):
+        if item is not None and not isinstance(item, dict):
             raise _error(
                 record, f"{field.name} selects the fields of a {type(item).__name__}, not of a struct"
             )
         if schema is None:
-            return [(k, v, _guess(v) if typed else None) for k, v in item.items()]
+            return [(k, v, _guess(v) if typed else None) for k, v in (item or {}).items()]
         rec = _record_of(schema)
-        assert rec is not None  # noqa: S101 - _walk checked it
-        return [(f["name"], item.get(f["name"]), f) for f in rec["fields"]]
+        if rec is None:
+            raise _error(record, f"{field.name} selects the fields of what its schema says is not a struct")
+        return [(f["name"], None if item is None else item.get(f["name"]), f) for f in rec["fields"]]
 
 
 def compile_projection(plan: SinkPlan) -> Projection | None:
