@@ -24,7 +24,7 @@ PERSON = {"type": "record", "name": "Person", "namespace": "crm", "fields": [
 
 
 def projection(select: str, tail: str = "") -> Projection:
-    found = compile_projection(kcql.parse_one(f"INSERT INTO b SELECT {select} FROM t {tail}"))
+    found = compile_projection(kcql.parse_one(f"INSERT INTO b SELECT {select} FROM t {tail}"))  # noqa: S608
     assert found is not None
     return found
 
@@ -67,7 +67,8 @@ def test_with_a_schema_the_written_schema_is_exactly_the_projection() -> None:
     assert out.value_schema == {"type": "record", "name": "Person", "fields": [
         {"name": "id", "type": "long"},
         {"name": "town", "type": "string"},
-        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}], "default": None},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}],
+         "default": None},
     ]}
     fastavro.parse_schema(out.value_schema)  # a valid Avro schema
     # one schema object per source schema: formats compare nothing per record
@@ -107,5 +108,5 @@ def test_schemaless_path_through_a_non_struct_is_a_record_error() -> None:
 def test_config_errors_name_the_statement() -> None:
     with pytest.raises(ConfigError, match="two SELECT entries give the field 'a'"):
         projection("a, b AS a")
-    with pytest.raises(ConfigError, match="IGNORE '_key.x'"):
+    with pytest.raises(ConfigError, match=r"IGNORE '_key\.x'"):
         projection("*", "IGNORE _key.x")
