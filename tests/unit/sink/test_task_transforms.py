@@ -331,3 +331,26 @@ def test_a_projection_of_flat_avro_takes_the_arrow_columns_and_writes_what_recor
     assert fast_table.schema.equals(slow_table.schema) and fast_table.equals(slow_table)
     assert fast_table.schema.names == ["total", "id", "name"]
     assert fast_table.column("total").to_pylist() == [i / 8 for i in range(1000)]
+
+
+def test_a_renamed_topic_picks_its_statement_and_names_the_files(tmp_path: Path) -> None:
+    text = (
+        "INSERT INTO b:p SELECT * FROM t STOREAS JSON PROPERTIES('flush.count'=2);"
+        "INSERT INTO b:p SELECT id FROM `orders-v2` STOREAS JSON PROPERTIES('flush.count'=2)"
+    )
+    props = {
+        "transforms": "route",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "t",
+        "transforms.route.replacement": "orders-v2",
+    }
+    msgs = messages([doc(i) for i in range(4)])
+    first = Sink(tmp_path, text, **props)
+    first.put(msgs[:3])
+    first.stop(commit=False)  # a crash after the first file: the second is replayed
+    second = Sink(tmp_path, text, **props)
+    second.put(msgs)
+    second.stop()
+    data = files(tmp_path)
+    assert [key.split("/")[:3] for key in data] == [["p", "orders-v2", "0"]] * 2
+    assert json_rows(data) == [{"id": i} for i in range(4)]  # the renamed topic's statement: SELECT id
