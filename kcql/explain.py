@@ -24,6 +24,7 @@ EXPLAIN_KEYS = (
     "envelope",
     "properties",
     "columns",
+    "date",
     "example_key",
 )
 """The keys of one ``explain --json`` object, in print order (a contract: do not rename)."""
@@ -42,6 +43,9 @@ def explain_dict(plan: SinkPlan) -> dict[str, Any]:
         "envelope": plan.envelope is not None,
         "properties": dict(plan.properties),
         "columns": explain_columns(plan),
+        "date": (
+            plan.date_source.describe if any(f.kind == "date" for f in plan.partition_by or ()) else None
+        ),
     }
 
 

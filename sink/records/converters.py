@@ -456,6 +456,8 @@ def needs_parsed_value(plans: Sequence[Any]) -> Callable[[str], bool]:
                 fmt = getattr(plan.format, "value", plan.format)
                 value_fields = any(f.kind == "value" for f in (plan.partition_by or ()))
                 projected = getattr(plan, "projection", False) and bool(plan.fields or plan.ignore)
+                source = getattr(plan, "date_source", None)
+                value_fields = value_fields or (source is not None and source.field is not None)
                 return not (fmt == "JSON" and plan.envelope is None and not value_fields and not projected)
         return True
 

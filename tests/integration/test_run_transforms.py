@@ -139,7 +139,8 @@ def test_date_partitions_from_a_value_field_in_paris_and_a_record_without_it_goe
     text = (
         f"INSERT INTO bkt:p SELECT * FROM `{topic}` "  # noqa: S608
         "PARTITIONBY _date.`'date='uuuu-MM-dd/'hour='HH` STOREAS `JSON` "
-        "PROPERTIES('flush.interval'=1, 'timestamp.field'='_value.created', 'timezone'='Europe/Paris')"
+        "PROPERTIES('flush.interval'=1, 'partition.include.keys'=false, "
+        "'timestamp.field'='_value.created', 'timezone'='Europe/Paris')"
     )
     props = base_props(topic, tmp_path, text)
     props.update({"errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq})
