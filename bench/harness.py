@@ -441,20 +441,24 @@ def run_sink(
     *,
     profile: Path | None = None,
     poll_s: float = LOCAL_POLL_S,
+    select: str = "*",
+    props: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One timed ``kcql-sink run``: ``data`` → ``bench:<name>`` as ``store_as``; stopped afterwards.
 
     ``flush.count`` is half a partition, so each partition's last file closes on count exactly
     when its last record arrives (no interval wait inside the measurement). ``poll_s``: how often
-    ``list_keys`` is called (:data:`LOCAL_POLL_S`, :data:`S3_POLL_S`).
+    ``list_keys`` is called (:data:`LOCAL_POLL_S`, :data:`S3_POLL_S`). ``select`` is the KCQL
+    projection and ``props`` more connector settings (transforms), for the reshaping runs.
     """
     per_partition = max(data.ends.values())
     flush_count = max(1, (per_partition + 1) // 2)
     kcql = (
-        f"INSERT INTO bench:{name} SELECT * FROM {data.topic} STOREAS `{store_as}` "
+        f"INSERT INTO bench:{name} SELECT {select} FROM {data.topic} STOREAS `{store_as}` "
         f"PROPERTIES('flush.count'={flush_count}, 'flush.interval'=600, 'flush.size'=2000000000)"
     )
-    run = start_sink(name, kcql, data.topic, {**converters, **storage}, bootstrap, workdir, profile=profile)
+    settings = {**converters, **storage, **(props or {})}
+    run = start_sink(name, kcql, data.topic, settings, bootstrap, workdir, profile=profile)
     try:
         end = wait_all_committed(run, data, list_keys, interval=poll_s)
         if run.assigned_at is None:

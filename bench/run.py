@@ -140,7 +140,17 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
             ("json_to_parquet_s3", json_small, "PARQUET", jc, s3_conf, s3_keys, s3_poll),
             ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys, local_poll),
             ("json1k_to_parquet_local", json_big, "PARQUET", jc, local, local_keys, local_poll),
+            ("json_to_parquet_projection", json_small, "PARQUET", jc, local, local_keys, local_poll),
+            ("json_to_parquet_mapper", json_small, "PARQUET", jc, local, local_keys, local_poll),
         ]
+        reshaping = {  # issue 23: the same JSON->PARQUET run with a projection, and with a Python mapper
+            "json_to_parquet_projection": {"select": "id, amount AS total, country, ts AS created"},
+            "json_to_parquet_mapper": {"props": {
+                "transforms": "lower",
+                "transforms.lower.type": "kcql.sink.transforms.Python",
+                "transforms.lower.function": "bench.mappers:lower_country",
+            }},
+        }
         quix = (("quix_json_local", "json"), ("quix_parquet_local", "parquet"))
         # Rounds, each timing every contender once: a slow minute of the machine then costs one
         # sample of several contenders, not every sample of one.
@@ -154,7 +164,7 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
                 out = name if round_no == 1 else f"{name}-{round_no}"
                 samples_by_run.setdefault(name, []).append(
                     h.run_sink(out, data, fmt, conv, storage, keys(out), broker.bootstrap, work / "logs",
-                               poll_s=poll_s))
+                               poll_s=poll_s, **reshaping.get(name, {})))
             for name, fmt in quix:
                 samples_by_run.setdefault(name, []).append(
                     h.run_quix(f"{name}{round_no}", json_small, fmt, broker.bootstrap, work / "quix"))

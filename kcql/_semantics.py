@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lark import Token
 
@@ -22,6 +22,7 @@ from kcql.model import (
     DEFAULT_FLUSH_COUNT,
     DEFAULT_FLUSH_INTERVAL,
     DEFAULT_FLUSH_SIZE,
+    DateSource,
     EnvelopeFields,
     FileNaming,
     FlushSettings,
@@ -31,6 +32,7 @@ from kcql.model import (
     SelectSource,
     SinkPlan,
     StoreFormat,
+    TimeUnit,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +62,9 @@ ENVELOPE_FIELD_KEYS = (
     "store.envelope.fields.headers",
     "store.envelope.fields.metadata",
 )
+DATE_SOURCE_KEYS = ("timestamp.field", "timestamp.format", "timestamp.unit", "timezone")
+"""Where ``_date`` takes its instant and its zone (kcql-sink; names after Confluent's S3 sink)."""
+_TIME_UNITS = ("seconds", "milliseconds", "microseconds", "nanoseconds")
 KNOWN_PROPERTIES = (
     "flush.count",
     "flush.size",
@@ -77,6 +82,8 @@ KNOWN_PROPERTIES = (
     "compression.codec",
     "compression.level",
     "schema.compatibility",
+    "projection.enabled",
+    *DATE_SOURCE_KEYS,
 )
 """Every PROPERTIES key the sink understands (Lenses' plus our extensions), lower case."""
 
@@ -180,7 +187,9 @@ def compile_statement(raw: RawStatement) -> SinkPlan:
             Literal["NONE", "BACKWARD", "FORWARD", "FULL"],
             _upper_choice(raw, props, given, "schema.compatibility", SCHEMA_COMPATIBILITIES) or "NONE",
         ),
+        date_source=_date_source(raw, props, given, partition_by),
         fields=_select(raw),
+        projection=_bool(raw, props, given, "projection.enabled") is not False,
         ignore=tuple(_select_field(raw, item, "IGNORE").name for item in raw.ignore),
         limit=limit,
         properties=tuple(props.items()),
@@ -522,6 +531,80 @@ def _check_date_pattern(raw: RawStatement, entry: Name, pattern: str) -> None:
 
 
 # --------------------------------------------------------------------------- PROPERTIES
+
+
+def _date_source(
+    raw: RawStatement, props: dict[str, str], where: dict[str, Name], partition_by: Any
+) -> DateSource:
+    """``timestamp.field``/``timestamp.format``/``timestamp.unit``/``timezone``: the instant and
+    zone of ``_date`` entries. Each needs a ``_date`` entry to act on."""
+    given = [key for key in DATE_SOURCE_KEYS if key in props]
+    if not given:
+        return DateSource()
+    if not any(f.kind == "date" for f in partition_by or ()):
+        key = given[0]
+        raise _error(
+            raw,
+            where[key],
+            f"{key} applies to _date partitioning, but the statement has no "
+            "PARTITIONBY _date.<pattern> entry",
+        )
+    zone = props.get("timezone", "UTC").strip()
+    if "timezone" in props and not _known_zone(zone):
+        why = f"timezone {zone!r} is not a time zone this machine knows (e.g. Europe/Paris, UTC)"
+        raise _error(raw, where["timezone"], why)
+    unit = props.get("timestamp.unit", "milliseconds").strip().lower()
+    if unit not in _TIME_UNITS:
+        why = f"timestamp.unit must be one of {', '.join(_TIME_UNITS)}, not {unit!r}"
+        raise _error(raw, where["timestamp.unit"], why)
+    field_spec = props.get("timestamp.field", "").strip()
+    fmt = props.get("timestamp.format")
+    if not field_spec:
+        for key in ("timestamp.format", "timestamp.unit"):
+            if key in props:
+                why = f"{key} describes the field timestamp.field names; set timestamp.field too"
+                raise _error(raw, where[key], why)
+        if "timestamp.field" in props:
+            why = "timestamp.field must name a field, e.g. _value.created"
+            raise _error(raw, where["timestamp.field"], why)
+        return DateSource(zone=zone)
+    if fmt is not None:
+        try:
+            validate_date_pattern(fmt)
+        except DatePatternError as exc:
+            raise _error(raw, where["timestamp.format"], f"timestamp.format {fmt!r}: {exc}") from None
+    return DateSource(_time_field(raw, where["timestamp.field"], field_spec), fmt, cast(TimeUnit, unit), zone)
+
+
+def _time_field(raw: RawStatement, at: Name, spec: str) -> PartitionField:
+    """``timestamp.field``'s value: ``_value.a.b`` or ``a.b``, ``_key[.a]``, ``_header.h[.a]``."""
+    segments = spec.split(".")
+    if any(not s for s in segments):
+        raise _error(raw, at, f"timestamp.field {spec!r}: a path segment is empty")
+    head, rest = segments[0].lower(), tuple(segments[1:])
+    if head == "_key":
+        return PartitionField(spec, "key", rest)
+    if head == "_header":
+        if not rest:
+            raise _error(raw, at, "timestamp.field _header needs a header name: _header.<name>")
+        return PartitionField(spec, "header", rest)
+    if head == "_value":
+        if not rest:
+            raise _error(raw, at, "timestamp.field _value needs a field: _value.<field>")
+        return PartitionField(spec, "value", rest)
+    if head.startswith("_") and head in _SPECIAL:
+        raise _error(raw, at, f"timestamp.field takes a key, value or header field, not {segments[0]}")
+    return PartitionField(spec, "value", tuple(segments))
+
+
+def _known_zone(zone: str) -> bool:
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 def _same(key: str, a: str, b: str) -> bool:

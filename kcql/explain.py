@@ -11,7 +11,7 @@ from typing import Any
 
 from kcql.model import SelectField, SinkPlan
 
-__all__ = ["EXPLAIN_KEYS", "explain_dict", "explain_projection"]
+__all__ = ["EXPLAIN_KEYS", "explain_columns", "explain_dict", "explain_projection"]
 
 EXPLAIN_KEYS = (
     "source",
@@ -23,6 +23,8 @@ EXPLAIN_KEYS = (
     "flush",
     "envelope",
     "properties",
+    "columns",
+    "date",
     "example_key",
 )
 """The keys of one ``explain --json`` object, in print order (a contract: do not rename)."""
@@ -40,7 +42,23 @@ def explain_dict(plan: SinkPlan) -> dict[str, Any]:
         "flush": {"count": plan.flush.count, "size": plan.flush.size, "interval": plan.flush.interval},
         "envelope": plan.envelope is not None,
         "properties": dict(plan.properties),
+        "columns": explain_columns(plan),
+        "date": (
+            plan.date_source.describe if any(f.kind == "date" for f in plan.partition_by or ()) else None
+        ),
     }
+
+
+def explain_columns(plan: SinkPlan) -> list[str] | str:
+    """The written value's fields after SELECT and IGNORE, in order: ``"*"`` when the value is
+    written whole (``SELECT *``, or ``projection.enabled=false``); a wildcard shows as its entry
+    (``customer.*``) and an IGNOREd nested field as ``-a.b``."""
+    if not plan.projection or (not plan.fields and not plan.ignore):
+        return "*"
+    names = [f.output_name or f.name for f in plan.fields] if plan.fields else ["*"]
+    dropped = [name[len("_value.") :] if name.startswith("_value.") else name for name in plan.ignore]
+    dropped = [name[:-2] if name.endswith(".*") else name for name in dropped]
+    return [n for n in names if n not in dropped] + [f"-{d}" for d in dropped if d not in names]
 
 
 def explain_projection(plan: SinkPlan) -> tuple[str, str]:
@@ -48,7 +66,7 @@ def explain_projection(plan: SinkPlan) -> tuple[str, str]:
 
     Each entry reads ``<source>[.<path>][ AS alias]`` (``value.*``, ``key.a AS k``, ``topic``), so
     the user sees how ``_.key.a`` or ``f.*`` was understood. A plain ``SELECT *`` is ``*``; no
-    IGNORE is ``""``. (Parsed and kept; like Lenses' S3 sink, kcql-sink writes the whole value.)
+    IGNORE is ``""``. What is written is :func:`explain_columns`.
     """
     select = ", ".join(_entry(f) for f in plan.fields) if plan.fields else "*"
     return select, ", ".join(plan.ignore)

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_FLUSH_COUNT",
     "DEFAULT_FLUSH_INTERVAL",
     "DEFAULT_FLUSH_SIZE",
+    "DateSource",
     "EnvelopeFields",
     "FileNaming",
     "FlushSettings",
@@ -26,6 +27,7 @@ __all__ = [
     "SelectSource",
     "SinkPlan",
     "StoreFormat",
+    "TimeUnit",
 ]
 
 DEFAULT_FLUSH_COUNT = 50_000
@@ -104,8 +106,8 @@ SelectSource = Literal["value", "key", "header", "topic", "partition", "offset",
 class SelectField:
     """One entry of the SELECT (or IGNORE) list: the projection, parsed and kept.
 
-    Lenses' S3 sink parses the projection and writes the whole value anyway; so does kcql-sink
-    today (applying it is a later feature). ``SinkPlan.fields`` is empty for a plain ``SELECT *``;
+    Lenses' S3 sink parses the projection and writes the whole value anyway; kcql-sink applies it
+    (``sink.transforms.projection``). ``SinkPlan.fields`` is empty for a plain ``SELECT *``;
     a ``*`` mixed with fields is kept as an entry of its own.
 
     Examples (``name`` → ``source``, ``path``): ``*`` → value, ("*",); ``a.b`` and ``_value.a.b``
@@ -128,6 +130,17 @@ class SelectField:
     def is_wildcard(self) -> bool:
         """True for ``*``, ``f.*``, ``_key.*``: every field at one level."""
         return self.path[-1:] == ("*",)
+
+    @property
+    def output_name(self) -> str | None:
+        """The name of the field it writes: the alias, else the path's last segment (``a.b`` →
+        ``b``), else the source (``_key`` → ``key``, ``_.offset`` → ``offset``); ``None`` for a
+        wildcard without alias, which writes the fields it expands to under their own names."""
+        if self.alias:
+            return self.alias
+        if self.is_wildcard:
+            return None
+        return self.path[-1] if self.path else self.source
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +190,39 @@ class EnvelopeFields:
     metadata: bool = True
 
 
+TimeUnit = Literal["seconds", "milliseconds", "microseconds", "nanoseconds"]
+
+
+@dataclass(frozen=True, slots=True)
+class DateSource:
+    """Where ``_date`` takes its instant and in which zone it formats it.
+
+    ``PROPERTIES('timestamp.field'=..., 'timestamp.format'=..., 'timestamp.unit'=...,
+    'timezone'=...)``; the default is the Kafka record timestamp in UTC.
+    """
+
+    field: PartitionField | None = None
+    """``None``: the Kafka record timestamp; else a ``key``, ``value`` or ``header`` entry (as
+    PARTITIONBY reads it) whose value is epoch time, ISO-8601 text, text in :attr:`format`, or a
+    date/time value."""
+    format: str | None = None
+    """``timestamp.format``: a date pattern (``_date`` letters) for text values; ``None``: ISO-8601."""
+    unit: TimeUnit = "milliseconds"
+    """``timestamp.unit``: what a number in the field counts since the epoch."""
+    zone: str = "UTC"
+    """``timezone``: the IANA zone ``_date`` formats in (and text without an offset is read in)."""
+
+    @property
+    def describe(self) -> dict[str, str | None]:
+        """What ``kcql explain`` shows."""
+        return {
+            "source": "record timestamp" if self.field is None else self.field.spec,
+            "zone": self.zone,
+            "format": None if self.field is None else (self.format or "ISO-8601"),
+            "unit": None if self.field is None else self.unit,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class SinkPlan:
     """One compiled KCQL statement: where records of a topic go and how.
@@ -207,10 +253,15 @@ class SinkPlan:
     compression_level: int | None = None
     schema_compatibility: Literal["NONE", "BACKWARD", "FORWARD", "FULL"] = "NONE"
     """Confluent-style schema evolution: NONE rolls a new file on any schema change."""
+    date_source: DateSource = field(default_factory=DateSource)
+    """Where ``_date`` PARTITIONBY entries take their instant, and their zone."""
     fields: tuple[SelectField, ...] = ()
-    """SELECT list; empty means a plain ``SELECT *``. Kept for projection, not applied (nor by Lenses)."""
+    """SELECT list; empty means a plain ``SELECT *``. Applied to the written value unless
+    :attr:`projection` is off (Lenses parses it and writes the whole value)."""
+    projection: bool = True
+    """``projection.enabled``: apply SELECT and IGNORE (``False``: write every field, as Lenses)."""
     ignore: tuple[str, ...] = ()
-    """IGNORE list as written (``a.b``, ``f.*``), parsed and kept, not applied (nor by Lenses)."""
+    """IGNORE list as written (``a.b``, ``f.*``): fields removed from the written value."""
     limit: int | None = None
     """LIMIT n, parsed and kept."""
     properties: tuple[tuple[str, str], ...] = ()

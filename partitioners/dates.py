@@ -88,3 +88,7 @@ class DatePattern:
         seconds, millis = divmod(timestamp_ms, 1000)
         moment = dt.datetime.fromtimestamp(seconds, dt.UTC).replace(microsecond=millis * 1000)
         return "".join(p if isinstance(p, str) else p(moment) for p in self._parts)
+
+    def format_moment(self, moment: dt.datetime) -> str:
+        """Format a datetime as it stands (its own zone): for ``timezone`` and field instants."""
+        return "".join(p if isinstance(p, str) else p(moment) for p in self._parts)

@@ -17,9 +17,12 @@ from partitioners.escaping import MISSING, escape
 from partitioners.render import to_text
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from kcql.model import Padding, PartitionField
 
 __all__ = [
+    "ABSENT",
     "KEY_NOT_PRIMITIVE",
     "KEY_NULL",
     "KEY_NULL_WHOLE",
@@ -32,6 +35,8 @@ __all__ = [
 ]
 
 SegmentFn = Callable[[Record], str]
+DateTime = tuple[Callable[[Record], "dt.datetime"], "dt.tzinfo"]
+"""A ``_date`` entry's instant (record → aware datetime) and the zone it is formatted in."""
 
 KEY_NULL_WHOLE = "Key is null, but requested to partition by whole key"
 KEY_NOT_PRIMITIVE = "Non primitive struct provided, PARTITIONBY _key requested in KCQL"
@@ -46,6 +51,8 @@ def header_missing(name: str) -> str:
 
 
 _ABSENT = object()
+ABSENT = _ABSENT
+"""What :func:`lookup_path` returns for a path that does not exist."""
 
 
 def lookup_path(value: Any, path: tuple[str, ...]) -> Any:
@@ -123,8 +130,24 @@ def _partition(padding: Padding) -> SegmentFn:
     return lambda record: escape(padding.pad_partition(record.partition))
 
 
-def _date(pattern: str) -> SegmentFn:
+def _date(pattern: str, when: DateTime | None) -> SegmentFn:
     pieces = [DatePattern(piece) for piece in split_directories(pattern)]
+    if when is not None:  # an instant from a field, or a zone (partitioners.instants)
+        instant, zone = when
+
+        def in_zone(record: Record) -> str:
+            moment = instant(record)  # raises the record's PartitionError
+            try:
+                local = moment.astimezone(zone)
+                return "/".join([escape(piece.format_moment(local), keep_equals=True) for piece in pieces])
+            except (OverflowError, ValueError, OSError) as exc:
+                raise PartitionError(
+                    f"Time {moment.isoformat()} cannot be formatted with _date pattern {pattern!r}: {exc}",
+                    record.where,
+                    record,
+                ) from exc
+
+        return in_zone
 
     def segment(record: Record) -> str:
         if record.timestamp is None:
@@ -141,8 +164,12 @@ def _date(pattern: str) -> SegmentFn:
     return segment
 
 
-def compile_field(field: PartitionField, padding: Padding) -> SegmentFn:
-    """Compile one PARTITIONBY entry into ``record -> escaped value segment`` (no ``name=``)."""
+def compile_field(field: PartitionField, padding: Padding, when: DateTime | None = None) -> SegmentFn:
+    """Compile one PARTITIONBY entry into ``record -> escaped value segment`` (no ``name=``).
+
+    ``when`` is, for ``_date`` entries, the record's instant and the zone to format it in, when
+    they are not the Kafka timestamp in UTC (``timestamp.field``, ``timezone``).
+    """
     kind, path = field.kind, tuple(field.path)
     if kind == "key":
         return _key_path(path) if path else _whole_key
@@ -159,5 +186,5 @@ def compile_field(field: PartitionField, padding: Padding) -> SegmentFn:
     if kind == "date":
         if len(path) != 1:
             raise ValueError(f"PARTITIONBY {field.spec!r}: exactly one _date pattern is required")
-        return _date(path[0])
+        return _date(path[0], when)
     raise ValueError(f"PARTITIONBY {field.spec!r}: unknown partition kind {kind!r}")

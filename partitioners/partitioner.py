@@ -68,7 +68,13 @@ class Partitioner:
             # record came from, so it gets the default layout's per-(topic, partition) cache.
             static = all(f.kind in ("topic", "partition") for f in plan.partition_by)
             self._mode = "static" if static else "custom"
-            self._fns = tuple(compile_field(f, plan.padding) for f in plan.partition_by)
+            when = None
+            source = plan.date_source
+            if source.field is not None or source.zone != "UTC":
+                from partitioners.instants import instant_of, zone_of
+
+                when = (instant_of(source), zone_of(source))
+            self._fns = tuple(compile_field(f, plan.padding, when) for f in plan.partition_by)
             if plan.include_keys:
                 self._names = tuple(escape(f.display_name) + "=" for f in plan.partition_by)
             else:

@@ -73,6 +73,7 @@ def validate(props: Mapping[str, str]) -> list[ConfigProblem]:
       :func:`sink.config.subscription.resolve_subscription`;
     * ``consumer.override.*`` values, by librdkafka's own parser without a client:
       :func:`sink.config.consumer_overrides.consumer_override_problems`;
+    * ``transforms``/``predicates``: :func:`_transform_problems`;
     * ``connect.json.validate`` (true/false: whether one-line JSON values written through as they
       came are checked first);
     * deprecated short keys given twice with different values, and a staging directory inside
@@ -107,10 +108,19 @@ def validate(props: Mapping[str, str]) -> list[ConfigProblem]:
     if plans:
         problems += resolve_subscription(normalised, plans)[1]
     problems += consumer_override_problems(normalised)
+    problems += _transform_problems(normalised)
     reader = SettingsReader(normalised)
     reader.boolean("connect.json.validate", True)
     problems += reader.problems
     return _shown(problems, props)
+
+
+def _transform_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
+    """``transforms``/``predicates``: unknown classes and settings, named by key (Connect fails a
+    connector whose SMT config its ConfigDef rejects)."""
+    from sink.transforms import transform_problems
+
+    return transform_problems(props)
 
 
 def _compile_kcql(props: Mapping[str, str], problems: list[ConfigProblem]) -> Sequence[SinkPlan]:

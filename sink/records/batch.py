@@ -66,7 +66,7 @@ class Source:
 
     __slots__ = (
         "_avro", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro", "check_json",
-        "check_keys", "convert", "executor", "json", "messages", "records", "values",
+        "check_keys", "convert", "executor", "json", "messages", "records", "transformed", "values",
     )
 
     def __init__(
@@ -81,6 +81,7 @@ class Source:
         avro: Callable[[], tuple[Any, Any, pa.Schema] | None] | None = None,
         check_keys: bool = False,
         executor: Executor | None = None,
+        transformed: bool = False,
     ) -> None:
         self.messages = messages
         self.records = records
@@ -95,6 +96,9 @@ class Source:
         self.check_keys = check_keys
         """Keys go through the StringConverter: a cheap form needs every key to be UTF-8."""
         self.executor = executor
+        self.transformed = transformed
+        """The records came out of transforms: ``messages[i]`` is the message record ``i`` was
+        made from (a fan-out repeats it), and only the records have the right timestamps."""
         self._offsets: list[int] | None = None
         self._json_ends: np.ndarray | None = None
         self._json_valid: bool | None = None
@@ -194,6 +198,75 @@ class Source:
         return batch, writer
 
 
+class MappedSource(Source):
+    """Records of another batch, each mapped by a function when first read (a projection), with
+    the origin's decoded Avro columns mapped by ``columns`` when it gives them (see
+    :meth:`RecordBatch.mapped`). No JSON text form: the text is the unmapped value."""
+
+    __slots__ = ("_columns", "_map", "_origin")
+
+    def __init__(
+        self,
+        origin: RecordBatch,
+        map_record: Callable[[SinkRecord], SinkRecord],
+        columns: Callable[[Any], tuple[Any, pa.Schema, Callable[[pa.RecordBatch], pa.RecordBatch]] | None]
+        | None,
+    ) -> None:
+        messages = origin._src.messages
+        part = None if messages is None else messages[origin._start : origin._stop]
+        super().__init__(part, [None] * len(origin), executor=origin._src.executor, transformed=True)
+        self._origin = origin
+        self._map = map_record
+        self._columns = columns
+
+    def record(self, i: int, index: int) -> SinkRecord:
+        record = self.records[i]
+        if record is None:
+            try:
+                record = self.records[i] = self._map(self._origin._src.record(self._origin._start + i, index))
+            except Exception as exc:
+                if hasattr(exc, "index"):
+                    exc.index = index
+                raise
+        return record
+
+    def offset(self, i: int) -> int:
+        return self._origin.offset_at(i)
+
+    def offsets(self) -> list[int]:
+        if self._offsets is None:
+            self._offsets = [self._origin.offset_at(i) for i in range(len(self._origin))]
+        return self._offsets
+
+    def json_lines(self, start: int, stop: int, checked: bool) -> bytes | None:
+        return None
+
+    def origin_slice(self, start: int, stop: int) -> RecordBatch:
+        return self._origin.slice(start, stop)
+
+    def _mapped_columns(self) -> tuple[Any, pa.Schema, Callable[[pa.RecordBatch], pa.RecordBatch]] | None:
+        if self._columns is None:
+            return None
+        described = self._origin.avro_schema()
+        return None if described is None else self._columns(described[0])
+
+    def avro_schema(self) -> tuple[Any, pa.Schema] | None:
+        mapped = self._mapped_columns()
+        return None if mapped is None else (mapped[0], mapped[1])
+
+    def avro_columns(self, start: int, stop: int) -> tuple[pa.RecordBatch, Any] | None:
+        mapped = self._mapped_columns()
+        if mapped is None:
+            return None
+        whole = self._origin.avro_columns()
+        if whole is None:
+            return None
+        batch = mapped[2](whole[0])
+        if start or stop != len(self.records):
+            batch = batch.slice(start, stop - start)
+        return batch, mapped[0]
+
+
 class RecordView(Sequence[SinkRecord]):
     """The records of a batch, each converted when first read (see :meth:`RecordBatch.records`)."""
 
@@ -234,18 +307,24 @@ class RecordView(Sequence[SinkRecord]):
 class RecordBatch:
     """Consecutive records of one topic partition in offset order (see the module docstring).
 
+    Offsets never fall; they repeat only where a transform fanned one message out into several
+    records, which share its offset.
+
     Satisfies the batch protocols the formats and partitioners read (``formats.base.Batch``,
     ``partitioners.base.Batch``). Never empty.
     """
 
-    __slots__ = ("_memo", "_src", "_start", "_stop", "_whole", "partition", "topic")
+    __slots__ = ("_memo", "_src", "_start", "_stop", "_whole", "partition", "source_topic", "topic")
 
     def __init__(
         self, topic: str, partition: int, src: Source, start: int = 0, stop: int | None = None,
-        whole: RecordBatch | None = None,
+        whole: RecordBatch | None = None, *, source_topic: str | None = None,
     ) -> None:
         self.topic = topic
+        """The records' topic: the consumed one, or what a transform renamed it to (RegexRouter)."""
         self.partition = partition
+        self.source_topic = topic if source_topic is None else source_topic
+        """The topic the records were consumed from: whose partition offsets and index they move."""
         self._src = src
         self._start = start
         self._stop = len(src) if stop is None else stop
@@ -298,13 +377,15 @@ class RecordBatch:
         return i - self._start
 
     def count_through(self, offset: int) -> int:
-        """How many records have an offset at or below ``offset`` (a prefix: offsets rise)."""
+        """How many records have an offset at or below ``offset`` (a prefix: offsets never fall)."""
         return bisect.bisect_right(self._src.offsets(), offset, self._start, self._stop) - self._start
 
     def timestamps(self) -> tuple[int | None, int | None]:
         """Smallest and largest record timestamp (epoch ms); ``None`` when no record has one."""
         src = self._src
-        if src.messages is None:
+        if isinstance(src, MappedSource):  # a mapping (projection) keeps the timestamps
+            return src.origin_slice(self._start, self._stop).timestamps()
+        if src.messages is None or src.transformed:
             part = src.records[self._start : self._stop]
             stamps = [r.timestamp for r in part if r is not None and r.timestamp is not None]
             return (min(stamps), max(stamps)) if stamps else (None, None)
@@ -363,8 +444,37 @@ class RecordBatch:
             return self
         whole = self._whole or self
         return RecordBatch(
-            self.topic, self.partition, self._src, self._start + start, self._start + stop, whole
+            self.topic, self.partition, self._src, self._start + start, self._start + stop, whole,
+            source_topic=self.source_topic,
         )
+
+    def with_records(self, records: Sequence[SinkRecord]) -> RecordBatch:
+        """A batch of the first ``len(records)`` positions of this one, holding ``records``
+        instead (the same messages and offsets; the per-record view only): what a projection
+        hands the format."""
+        n = len(records)
+        if not 0 < n <= len(self):
+            raise ValueError(f"{n} records for a batch of {len(self)}")
+        src = self._src
+        messages = None if src.messages is None else src.messages[self._start : self._start + n]
+        if messages is None:
+            out = Source(None, list(records))
+        else:
+            out = Source(messages, list(records), executor=src.executor, transformed=True)
+        return RecordBatch(self.topic, self.partition, out, source_topic=self.source_topic)
+
+    def mapped(
+        self,
+        map_record: Callable[[SinkRecord], SinkRecord],
+        columns: Callable[[Any], tuple[Any, pa.Schema, Callable[[pa.RecordBatch], pa.RecordBatch]] | None]
+        | None = None,
+    ) -> RecordBatch:
+        """This batch with each record mapped by ``map_record`` when first read (its errors are
+        raised in place, as conversion errors are). ``columns(writer schema)`` may give the
+        mapped writer schema, its Arrow schema and a function mapping this batch's decoded Avro
+        columns to the mapped ones, so a format can take the Arrow form instead of the records."""
+        src = MappedSource(self, map_record, columns)
+        return RecordBatch(self.topic, self.partition, src, source_topic=self.source_topic)
 
     def whole(self) -> tuple[RecordBatch, int]:
         """The batch this one was sliced from (itself if not sliced) and where it starts in it."""

@@ -443,8 +443,9 @@ def record_converter(
 def needs_parsed_value(plans: Sequence[Any]) -> Callable[[str], bool]:
     """``topic -> bool``: whether the statement handling ``topic`` needs the parsed value.
 
-    Only ``STOREAS JSON`` without envelope and without PARTITIONBY on value fields can write the
-    raw JSON text as it came; every other format, the envelope and value partitioning read fields.
+    Only ``STOREAS JSON`` without envelope, projection and PARTITIONBY on value fields can write
+    the raw JSON text as it came; every other format, the envelope, a projection and value
+    partitioning read fields (transforms too: their callers do not ask).
     The first matching statement wins, as in Lenses; a topic without one needs nothing (it fails
     elsewhere with Lenses' message).
     """
@@ -454,7 +455,10 @@ def needs_parsed_value(plans: Sequence[Any]) -> Callable[[str], bool]:
             if plan.matches_topic(topic):
                 fmt = getattr(plan.format, "value", plan.format)
                 value_fields = any(f.kind == "value" for f in (plan.partition_by or ()))
-                return not (fmt == "JSON" and plan.envelope is None and not value_fields)
+                projected = getattr(plan, "projection", False) and bool(plan.fields or plan.ignore)
+                source = getattr(plan, "date_source", None)
+                value_fields = value_fields or (source is not None and source.field is not None)
+                return not (fmt == "JSON" and plan.envelope is None and not value_fields and not projected)
         return True
 
     return needs

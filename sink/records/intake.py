@@ -8,6 +8,13 @@ key or value could fail in a way no bulk check sees, so such batches only have t
 view. A run of messages is cut where its values stop fitting a form (a tombstone, a foreign
 payload, another schema id), so an odd record costs its neighbours nothing.
 
+With transforms (``transforms=``), every message is converted and transformed when its batch is
+built, since a transform may drop a record or fan it out into several: the batches then hold the
+transformed records (each knowing the message it came from, for the dead-letter queue) and the
+per-record view only. A message that fails to convert or transform becomes a placeholder whose
+error the per-record view raises at its place, so the error policy sees it in order. A topic a
+transform renames starts a new batch.
+
 ``behavior.on.null.values`` applies here too: ``ignore`` drops tombstones before batches are
 built (and a value that converts to null is skipped by the runtime through
 :class:`NullValueSkipped`), ``fail`` makes each tombstone a record error of the per-record view.
@@ -16,7 +23,7 @@ built (and a value that converts to null is skipped by the runtime through
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Literal
 
@@ -35,7 +42,11 @@ from sink.records.converters import (
 from sink.records.json_text import json_runs
 from sink.records.record import SinkRecord
 
-__all__ = ["BatchBuilder", "NullValueSkipped"]
+__all__ = ["BatchBuilder", "NullValueSkipped", "Transform"]
+
+Transform = Callable[[SinkRecord], list[SinkRecord]]
+"""The records one record becomes (``sink.transforms.TransformChain.apply``): none, one or many;
+raises the record's RecordError (stage TRANSFORMATION)."""
 
 _value = Message.value
 
@@ -55,6 +66,7 @@ class BatchBuilder:
         executor: the helper thread formats may compute ahead on (see ``RecordBatch.ahead``).
         cheap_forms: ``False`` gives every batch the per-record view only: the reference the
             cheap forms are compared with (tests, and ruling them out when debugging).
+        transform: the connector's transforms, applied to each converted record (``None``: none).
     """
 
     def __init__(
@@ -65,8 +77,10 @@ class BatchBuilder:
         check_json: bool = True,
         executor: Executor | None = None,
         cheap_forms: bool = True,
+        transform: Transform | None = None,
     ) -> None:
         self.converter = converter
+        self.transform = transform
         self.null_values = null_values
         self.check_json = check_json
         self.executor = executor
@@ -111,6 +125,8 @@ class BatchBuilder:
             values = [values[i] for i in kept]
         if not messages:
             return []
+        if self.transform is not None:
+            return self._transformed(topic, partition, messages)
         if self._json:
             runs = json_runs(values)
             if len(runs) == 1 and runs[0][2] is not None:  # the common case: keep the values
@@ -128,6 +144,39 @@ class BatchBuilder:
             return out
         return [self._batch(topic, partition, messages)]
 
+    def _transformed(self, topic: str, partition: int, messages: Sequence[Message]) -> list[RecordBatch]:
+        """Every message converted and transformed now; cut where the records' topic changes."""
+        assert self.transform is not None  # noqa: S101
+        transform, convert = self.transform, self._convert
+        origins: list[Message] = []
+        records: list[SinkRecord | None] = []
+        failures: dict[int, RecordError] = {}
+        for msg in messages:
+            try:
+                out = transform(convert(msg))
+            except RecordError as exc:
+                failures[msg.offset() or 0] = exc
+                origins.append(msg)
+                records.append(None)  # the placeholder: reading it raises exc
+                continue
+            origins += [msg] * len(out)
+            records += out
+        if not records:
+            return []
+
+        def failed(msg: Message) -> SinkRecord:
+            raise failures[msg.offset() or 0]
+
+        batches = []
+        start = 0
+        for i in range(1, len(records) + 1):
+            if i < len(records) and _topic_of(records[i], topic) == _topic_of(records[start], topic):
+                continue
+            src = Source(origins[start:i], records[start:i], failed, executor=self.executor, transformed=True)
+            batches.append(RecordBatch(_topic_of(records[start], topic), partition, src, source_topic=topic))
+            start = i
+        return batches
+
     def _batch(self, topic: str, partition: int, messages: Sequence[Message], **forms: object) -> RecordBatch:
         src = Source(
             messages, [None] * len(messages), self._convert,
@@ -135,3 +184,8 @@ class BatchBuilder:
             **forms,  # type: ignore[arg-type]
         )
         return RecordBatch(topic, partition, src)
+
+
+def _topic_of(record: SinkRecord | None, consumed: str) -> str:
+    """The topic a transformed record is written under (a failed message keeps the consumed one)."""
+    return consumed if record is None else record.topic

@@ -49,6 +49,7 @@ from sink.records.record import TopicPartition
 from sink.runtime.consumer import consumer_config
 from sink.runtime.dlq import DeadLetterQueue
 from sink.runtime.policy import RecordPolicy, RetryBudget, TaskFailedError, put_tolerating
+from sink.transforms import parse_transforms
 
 __all__ = ["RuntimeOptions", "SinkRuntime", "SinkTaskLike", "TaskFailedError"]
 
@@ -161,12 +162,15 @@ class SinkRuntime:
         self.subscription = resolve_subscription(props, self.plans)[0]
         unchecked = (props.get("connect.json.validate") or "true").strip().lower() == "false"
         # unchecked pass-through (opt-in): JSON -> JSON need not parse values at all
-        converter = record_converter(props, needs_parsed_value(self.plans) if unchecked else None)
+        chain = parse_transforms(props)
+        # transforms read the parsed value, whatever the statement writes
+        needs = needs_parsed_value(self.plans) if unchecked and not chain else None
+        converter = record_converter(props, needs)
         self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcql-sink-ahead")
         """The thread formats compute ahead on (Arrow parses there, without the GIL)."""
         self.builder = BatchBuilder(
             converter, null_values=self.errors.null_values, check_json=not unchecked, executor=self._helper,
-            cheap_forms=options.cheap_forms,
+            cheap_forms=options.cheap_forms, transform=chain.apply if len(chain) else None,
         )
         self._one_topic = len(self.subscription) == 1 and not self.subscription[0].startswith("^")
         if task_factory is None:

@@ -82,8 +82,9 @@ def put_tolerating(task: _Puts, batch: RecordBatch, policy: RecordPolicy) -> int
     """``task.put(batch)`` with the error policy applied to each bad record; how many records
     were written (the others were skipped as the policy says).
 
-    A record error skips that one record (or stops the task: :meth:`RecordPolicy.tolerate`
-    raises) and the rest of the batch is put again; the task wrote the records before it. A
+    A record error skips that one record, and every record a transform made of the same message
+    (or stops the task: :meth:`RecordPolicy.tolerate` raises), and the rest of the batch is put
+    again; the task wrote the records before it. A
     value that converts to null under ``behavior.on.null.values=ignore`` is skipped silently.
     Storage errors, and record errors that are ``transient`` (the record may be fine: its Schema
     Registry did not answer), are raised as they are: what to do with them is the caller's.
@@ -102,9 +103,10 @@ def put_tolerating(task: _Puts, batch: RecordBatch, policy: RecordPolicy) -> int
             if not isinstance(exc, NullValueSkipped):
                 policy.tolerate(batch, index, exc)
             written += index
-            if index + 1 == len(batch):
+            after = batch.count_through(exc.offset)  # records a transform made of the same message too
+            if after == len(batch):
                 return written
-            batch = batch.slice(index + 1)
+            batch = batch.slice(after)
         else:
             return written + len(batch)
 

@@ -46,6 +46,7 @@ from sink.records.record import TopicPartition
 from sink.runtime.dlq import DeadLetterQueue
 from sink.runtime.policy import RecordPolicy, put_tolerating
 from sink.spark.messages import messages_from_arrow, runs_of_messages
+from sink.transforms import parse_transforms
 
 __all__ = ["FAULT_ENV", "PartitionDone", "SinkWriterSource", "TaskReport", "write_messages", "write_runs"]
 
@@ -139,8 +140,12 @@ def write_runs(
     import kcql
 
     plans = kcql.parse(config["connect.s3.kcql"])
-    converter = record_converter(config, needs_parsed_value(plans) if unchecked else None)
-    builder = BatchBuilder(converter, null_values=errors.null_values, check_json=not unchecked)
+    chain = parse_transforms(config)
+    converter = record_converter(config, needs_parsed_value(plans) if unchecked and not chain else None)
+    builder = BatchBuilder(
+        converter, null_values=errors.null_values, check_json=not unchecked,
+        transform=chain.apply if len(chain) else None,
+    )
     counter = _FileCounter()
     task = SinkTask(counter)
     task.background_commits = True

@@ -1,4 +1,4 @@
-"""What the task builds once per KCQL statement: its format, its partitioner, its flush policy.
+"""What the task builds once per KCQL statement: its format, partitioner, flush policy, projection.
 
 Built at ``start`` so that every problem a statement has (a codec its format cannot write, a
 bucket name S3 refuses, staging inside the storage root) is reported together before anything
@@ -18,6 +18,7 @@ from partitioners import Partitioner
 from sink.config.buckets import bucket_name_problem
 from sink.config.settings import ConnectorSettings, staging_problem
 from sink.task.flush_policy import FlushPolicy
+from sink.transforms.projection import Projection, compile_projection
 
 __all__ = ["Statement", "compile_statements"]
 
@@ -30,6 +31,8 @@ class Statement:
     format: FileFormat
     partitioner: Partitioner
     policy: FlushPolicy
+    projection: Projection | None = None
+    """SELECT/IGNORE applied to each written value; ``None`` writes the value as it is."""
 
 
 def compile_statements(settings: ConnectorSettings, plans: Sequence[SinkPlan]) -> dict[SinkPlan, Statement]:
@@ -49,7 +52,12 @@ def compile_statements(settings: ConnectorSettings, plans: Sequence[SinkPlan]) -
             continue
         if settings.storage.kind == "s3" and (why := bucket_name_problem(plan.bucket)):
             problems.append(ConfigProblem("connect.s3.kcql", plan.statement or plan.bucket, why))
-        statements[plan] = Statement(plan, fmt, Partitioner(plan), FlushPolicy.from_plan(plan))
+        try:
+            projection = compile_projection(plan)
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        statements[plan] = Statement(plan, fmt, Partitioner(plan), FlushPolicy.from_plan(plan), projection)
     if (problem := staging_problem(settings)) is not None:
         problems.append(problem)
     if problems:

@@ -43,7 +43,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kcql.errors import ConfigError, SinkError
+from kcql.errors import ConfigError, RecordError, SinkError
 from kcql.model import SinkPlan
 from kcql.routing import plan_for_topic
 from partitioners import Partitioner, object_key
@@ -58,7 +58,7 @@ from sink.records.record import TopicPartition
 from sink.storage import Storage, create_storage
 from sink.task.statements import Statement, compile_statements
 from sink.task.timer import FlushTimer
-from sink.task.writers import PartitionWriter, WriterKey, WriterPool
+from sink.task.writers import PartitionWriter, WriterKey, WriterPool, writer_slot
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
 
@@ -110,6 +110,7 @@ class SinkTask:
         self._lock = threading.RLock()
         self._plans: tuple[SinkPlan, ...] = ()
         self._plan_by_topic: dict[str, SinkPlan] = {}
+        self._renamed: dict[str, SinkPlan | None] = {}
         self._statements: dict[SinkPlan, Statement] = {}
         self._partitions: dict[TopicPartition, _PartitionState] = {}
         self._pool = WriterPool(1)
@@ -210,15 +211,20 @@ class SinkTask:
         with self._lock:
             self._raise_pending_errors()
             state = self._partition(batch)
-            for path, part in state.partitioner.split(batch):
-                threshold = state.skip_threshold(path)
+            plan = state.plan if batch.topic == batch.source_topic else self._plan_renamed(state, batch.topic)
+            statement = self._statements[plan]
+            for path, part in statement.partitioner.split(batch):
+                slot = writer_slot(batch.topic, batch.source_topic, path)
+                threshold = state.skip_threshold(slot)
                 if part.first_offset <= threshold:  # a replay: drop what is already written
                     skip = part.count_through(threshold)
                     state.high = max(state.high, part.offset_at(skip - 1))
                     if skip == len(part):
                         continue
                     part = part.slice(skip)
-                self._write(state, path, part)
+                if statement.projection is not None:
+                    part = statement.projection.batch(part)
+                self._write(state, plan, slot, part)
             self._enforce_staging_budget()
 
     def prefetch(self, batch: RecordBatch) -> bool:
@@ -226,8 +232,8 @@ class SinkTask:
         helper thread); whether anything was started. Only for statements whose layout is one
         file per partition, when the batch fits that file whole; writes nothing."""
         with self._lock:
-            state = self._partitions.get(TopicPartition(batch.topic, batch.partition))
-            if state is None or not state.partitioner.is_default:
+            state = self._partitions.get(TopicPartition(batch.source_topic, batch.partition))
+            if state is None or batch.topic != batch.source_topic or not state.partitioner.is_default:
                 return False
             path, _ = next(state.partitioner.split(batch))  # one slice: the batch itself
             writer = self._pool.get((batch.topic, batch.partition, path))
@@ -314,28 +320,36 @@ class SinkTask:
     # -- writing ---------------------------------------------------------------------------------
 
     def _partition(self, batch: RecordBatch) -> _PartitionState:
-        tp = TopicPartition(batch.topic, batch.partition)
+        tp = TopicPartition(batch.source_topic, batch.partition)
         state = self._partitions.get(tp)
         if state is None:
             raise SinkError(f"put() received records of {tp}, which is not open on this task (call open())")
         return state
 
-    def _write(self, state: _PartitionState, path: str, part: RecordBatch) -> None:
-        """Append ``part`` (records of one path) to its open files, committing each that fills up."""
-        key: WriterKey = (state.tp.topic, state.tp.partition, path)
+    def _write(self, state: _PartitionState, plan: SinkPlan, slot: str, part: RecordBatch) -> None:
+        """Append ``part`` (records of one slot) to its open files, committing each that fills up.
+
+        A file never ends between records that share an offset (a transform's fan-out): the
+        index counts committed records by offset, so a replay would skip the rest of the group,
+        and both files would get the same name. A count roll takes the whole group (the file
+        may exceed flush.count by the group's size).
+        """
+        key: WriterKey = (state.tp.topic, state.tp.partition, slot)
         writer = self._pool.get(key)
-        background = state.partitioner.is_default
+        background = self._statements[plan].partitioner.is_default
         while True:
             if writer is not None and writer.finished:  # a commit failed earlier: retry it first
                 self._commit_writer(writer, "retry")
                 writer = None
             if writer is None:
-                writer = self._open_writer(state.plan, key)
+                writer = self._open_writer(plan, key)
             room = writer.policy.room(writer.record_count)
             if room <= 0:
                 self._commit_writer(writer, "count", background)
                 writer = None
                 continue
+            if len(part) > room and part.offset_at(room - 1) == part.offset_at(room):
+                room = part.count_through(part.offset_at(room))  # keep a fan-out group together
             chunk = part if len(part) <= room else part.slice(0, room)
             try:
                 taken = writer.append(chunk)
@@ -344,7 +358,9 @@ class SinkTask:
                     state.high = max(state.high, writer.last_offset)
             if taken < len(chunk):  # the next record must start a new file (a schema change)
                 if taken == 0 and writer.record_count == 0:
-                    raise SinkError(f"the {state.plan.format} writer accepted no record at {chunk!r}")
+                    raise SinkError(f"the {plan.format} writer accepted no record at {chunk!r}")
+                if taken and chunk.offset_at(taken - 1) == chunk.offset_at(taken):
+                    raise _split_group(chunk, taken)
                 self._commit_writer(writer, "schema change", background)
                 writer = None
             else:
@@ -512,6 +528,14 @@ class SinkTask:
             raise SinkError("the task is not started: call start(config) first")
         return self.settings, self._storage, self._committer, self._staging
 
+    def _plan_renamed(self, state: _PartitionState, topic: str) -> SinkPlan:
+        """The statement for records a transform renamed to ``topic``: the one that names it, as
+        Connect hands a sink the renamed record (Lenses finds its KCQL by that topic), else the
+        consumed topic's."""
+        if topic not in self._renamed:
+            self._renamed[topic] = plan_for_topic(self._plans, topic)
+        return self._renamed[topic] or state.plan
+
     def _plan_for(self, topic: str) -> SinkPlan:
         plan = self._plan_by_topic.get(topic)
         if plan is None:
@@ -523,6 +547,19 @@ class SinkTask:
                 )
             self._plan_by_topic[topic] = plan
         return plan
+
+
+def _split_group(chunk: RecordBatch, taken: int) -> RecordError:
+    """The error for a fan-out group whose records need two files (their schemas differ)."""
+    offset = chunk.offset_at(taken)
+    return RecordError(
+        f"a transform made several records of the message at topic {chunk.source_topic!r} partition "
+        f"{chunk.partition} offset {offset} that need different files (their schemas differ) in one "
+        "partition path; records of one message must share a file, as the file name and the "
+        "exactly-once index count by offset",
+        offset=offset,
+        stage="TRANSFORMATION",
+    )
 
 
 def _naming(error: BaseException, tp: TopicPartition) -> BaseException:

@@ -29,12 +29,22 @@ if TYPE_CHECKING:
     from kcql.model import SinkPlan
     from sink.task.flush_policy import FlushPolicy, FlushReason
 
-__all__ = ["PartitionWriter", "WriterKey", "WriterPool"]
+__all__ = ["TOPIC_SEPARATOR", "PartitionWriter", "WriterKey", "WriterPool", "writer_slot"]
 
 log = logging.getLogger(__name__)
 
 WriterKey = tuple[str, int, str]
-"""(topic, Kafka partition, partition path)."""
+"""(consumed topic, Kafka partition, slot): the slot is the partition path, prefixed with the
+written topic and :data:`TOPIC_SEPARATOR` when a transform renamed the topic (RegexRouter), so
+records of two written topics never share a file. The exactly-once index counts per slot."""
+
+TOPIC_SEPARATOR = "\x1f"
+"""Between a renamed topic and the path in a slot (a control character: in no topic or path)."""
+
+
+def writer_slot(topic: str, source_topic: str, path: str) -> str:
+    """The slot of records written under ``topic`` and ``path`` (see :data:`WriterKey`)."""
+    return path if topic == source_topic else f"{topic}{TOPIC_SEPARATOR}{path}"
 
 
 class PartitionWriter:
@@ -68,7 +78,20 @@ class PartitionWriter:
 
     @property
     def path(self) -> str:
+        """The slot (see :data:`WriterKey`): what the exactly-once index counts offsets by."""
         return self.key[2]
+
+    @property
+    def topic(self) -> str:
+        """The topic written in the file's key: the consumed one or a transform's rename."""
+        slot = self.key[2]
+        return slot.split(TOPIC_SEPARATOR, 1)[0] if TOPIC_SEPARATOR in slot else self.key[0]
+
+    @property
+    def directory(self) -> str:
+        """The partition path (directories between the prefix and the file name)."""
+        slot = self.key[2]
+        return slot.split(TOPIC_SEPARATOR, 1)[1] if TOPIC_SEPARATOR in slot else slot
 
     @property
     def record_count(self) -> int:
@@ -132,9 +155,9 @@ class PartitionWriter:
         """What the final object key is built from."""
         assert self.first_offset is not None  # noqa: S101 - only non-empty files are committed
         return FileMeta(
-            topic=self.key[0],
+            topic=self.topic,
             partition=self.key[1],
-            path=self.key[2],
+            path=self.directory,
             first_offset=self.first_offset,
             last_offset=self.last_offset,
             min_timestamp=-1 if self.min_ts is None else self.min_ts,

@@ -50,6 +50,29 @@ def test_bench_pieces_end_to_end(
     assert lasts == {0: 74, 1: 74, 2: 74, 3: 74}  # every record of every partition committed by Spark
 
 
+def test_the_reshaping_runs_write_what_they_say(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """``json_to_parquet_projection`` and ``json_to_parquet_mapper`` (issue 23) as the bench runs them."""
+    import pyarrow.parquet as pq
+
+    data = h.produce(kafka_bootstrap, f"bsmoke-shape-{uuid.uuid4().hex[:6]}", 200, pad=10, partitions=2)
+    root = tmp_path / "local"
+    shapes = {
+        "projection": {"select": "id, amount AS total, country"},
+        "mapper": {"props": {"transforms": "lower", "transforms.lower.type": "kcql.sink.transforms.Python",
+                             "transforms.lower.function": "bench.mappers:lower_country"}},
+    }
+    tables = {}
+    for name, shape in shapes.items():
+        run = h.run_sink(name, data, "PARQUET", h.JSON_CONVERTERS, h.local_storage(root),
+                         lambda name=name: h.local_keys(root / "bench" / name), kafka_bootstrap,
+                         tmp_path / "logs", **shape)  # type: ignore[arg-type]
+        assert run["records"] == 200
+        tables[name] = pq.read_table(root / "bench" / name).to_pylist()
+    assert len(tables["projection"]) == 200 and set(tables["projection"][0]) == {"id", "total", "country"}
+    assert all(row["country"].islower() for row in tables["mapper"])
+    assert {row["id"] for row in tables["mapper"]} == set(range(200))
+
+
 def test_committed_lasts_reads_the_default_layout_only() -> None:
     keys = ["t/0/000000049_1_2.parquet", "t/0/000000099_3_4.parquet", "t/1/12_5_6.json",
             ".indexes/t/0/x", "t/2/.kcql-tmp/000000100_1_2.parquet", "t/notapartition/5_1_1.json"]

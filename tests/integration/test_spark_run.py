@@ -151,6 +151,38 @@ def test_a_backfill_writes_the_objects_run_writes_local(
     assert ids(got, fmt) == Counter(range(1200))
 
 
+def test_a_backfill_with_transforms_and_a_projection_writes_what_run_writes(
+    kafka_bootstrap, topic_factory, producer, spark, tmp_path
+):
+    """The chain runs inside the Spark tasks as in ``run``: a Python fan-out, then a projection."""
+    topic = topic_factory("spark-transforms", partitions=PARTITIONS)
+    produce(producer, topic, 0, 600)
+    reshape = {
+        "transforms": "twice",
+        "transforms.twice.type": "kcql.sink.transforms.Python",
+        "transforms.twice.function": "tests.unit.transforms.mappers:twice",
+        "connect.s3.kcql": f"INSERT INTO bkt:p SELECT id, copy, name AS who FROM {topic} "  # noqa: S608
+        "STOREAS `PARQUET` PROPERTIES('flush.count'=20, 'flush.interval'=600)",  # groups of 2 fill 20
+    }
+
+    def cfg(name: str, root: Path) -> Any:
+        base = config(name, topic, {"connect.storage": "local", "connect.local.root": str(root)})
+        return parse_connector_config({"name": name, "config": dict(base.props) | reshape})
+
+    run_to_end(
+        kafka_bootstrap, cfg(f"run-{uuid.uuid4().hex[:6]}", tmp_path / "run"),
+        lambda: sum(ids(local_objects(tmp_path / "run"), "PARQUET").values()) == 1200,
+    )
+    spark_run(spark, cfg(f"spark-{uuid.uuid4().hex[:6]}", tmp_path / "spark"), kafka_bootstrap)
+    expected, got = local_objects(tmp_path / "run"), local_objects(tmp_path / "spark")
+    assert sorted(got) == sorted(expected)
+    assert rows(got, "PARQUET") == rows(expected, "PARQUET")
+    assert Counter((r["id"], r["copy"]) for f in rows(got, "PARQUET").values() for r in f) == Counter(
+        (i, c) for i in range(600) for c in (0, 1)
+    )
+    assert {tuple(r) for f in rows(got, "PARQUET").values() for r in f} == {("id", "copy", "who")}
+
+
 def test_a_backfill_on_s3_writes_the_objects_run_writes(
     kafka_bootstrap, topic_factory, producer, spark, s3_endpoint, s3_client, s3_bucket_factory
 ):

@@ -9,6 +9,7 @@ The layers are README's architecture picture:
     formats, partitioners                   one writer per STOREAS; record -> path, the layout
     spark_reader                            reads the committed layout (plan + layout contract)
     sink.records, sink._logging             records and batches, converters; logging set-up
+    sink.transforms                         Connect SMTs and predicates, Python mappers
     sink.events, sink.config                the observer; settings, secrets, validate()
     sink.storage                            the storage backends (local directory, S3)
     sink.commit                             staging, the index, the committer, background commits
@@ -33,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("formats", "partitioners"),
     ("spark_reader",),
     ("sink.records", "sink._logging"),
+    ("sink.transforms",),
     ("sink.events", "sink.config"),
     ("sink.storage",),
     ("sink.commit",),

@@ -175,8 +175,9 @@ def test_readme_kcql_reference_examples_compile() -> None:
     block = section.split("```sql", 1)[1].split("```", 1)[0]
     text = "\n".join(line for line in block.splitlines() if not line.lstrip().startswith("--"))
     plans = kcql.parse(text)
-    assert len(plans) == 9
+    assert len(plans) == 10
     assert plans[-1].naming is FileNaming.CONFLUENT
+    assert plans[-2].date_source.zone == "Europe/Paris"
 
 
 def test_error_quotes_the_line_the_parser_counted_with_crlf_and_lone_cr() -> None:

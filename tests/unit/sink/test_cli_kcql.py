@@ -27,6 +27,8 @@ SEED_PLAN = {
     "flush": {"count": 5000, "size": 500_000_000, "interval": 3600},
     "envelope": False,
     "properties": {"flush.count": "5000"},
+    "columns": "*",
+    "date": None,
     # default Lenses 7.2+ name: <pad12(lastOffset)>_<minTs>_<maxTs>.<ext>; timestamps are placeholders
     "example_key": "pathToWriteTo/topicA/0/000000000000_<minTs>_<maxTs>.avro",
 }
