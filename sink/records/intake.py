@@ -25,7 +25,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import Literal
+from typing import Literal, Protocol
 
 from confluent_kafka import Message
 
@@ -42,11 +42,21 @@ from sink.records.converters import (
 from sink.records.json_text import json_runs
 from sink.records.record import SinkRecord
 
-__all__ = ["BatchBuilder", "NullValueSkipped", "Transform"]
+__all__ = ["BatchBuilder", "NullValueSkipped", "Transform", "Transforms"]
 
 Transform = Callable[[SinkRecord], list[SinkRecord]]
 """The records one record becomes (``sink.transforms.TransformChain.apply``): none, one or many;
 raises the record's RecordError (stage TRANSFORMATION)."""
+
+
+class Transforms(Protocol):
+    """The connector's transforms as the builder asks for them (``sink.transforms.TransformChain``)."""
+
+    def for_topic(self, topic: str) -> Transforms: ...
+    def __len__(self) -> int: ...
+    @property
+    def drops_all(self) -> bool: ...
+    def apply(self, record: SinkRecord) -> list[SinkRecord]: ...
 
 _value = Message.value
 
@@ -66,7 +76,9 @@ class BatchBuilder:
         executor: the helper thread formats may compute ahead on (see ``RecordBatch.ahead``).
         cheap_forms: ``False`` gives every batch the per-record view only: the reference the
             cheap forms are compared with (tests, and ruling them out when debugging).
-        transform: the connector's transforms, applied to each converted record (``None``: none).
+        transforms: the connector's transforms (``None``: none). Per topic, only the steps that
+            act on it run (see ``TransformChain.for_topic``): a topic they leave alone keeps its
+            cheap forms, one a Filter drops whole is not converted at all.
     """
 
     def __init__(
@@ -77,10 +89,11 @@ class BatchBuilder:
         check_json: bool = True,
         executor: Executor | None = None,
         cheap_forms: bool = True,
-        transform: Transform | None = None,
+        transforms: Transforms | None = None,
     ) -> None:
         self.converter = converter
-        self.transform = transform
+        self.transforms = transforms if transforms is not None and len(transforms) else None
+        self._by_topic: dict[str, Transforms | None] = {}
         self.null_values = null_values
         self.check_json = check_json
         self.executor = executor
@@ -125,8 +138,15 @@ class BatchBuilder:
             values = [values[i] for i in kept]
         if not messages:
             return []
-        if self.transform is not None:
-            return self._transformed(topic, partition, messages)
+        if self.transforms is not None:
+            chain = self._by_topic.get(topic, self.transforms)
+            if chain is self.transforms:
+                reduced = self.transforms.for_topic(topic)
+                chain = self._by_topic[topic] = reduced if len(reduced) else None
+            if chain is not None:
+                if chain.drops_all:
+                    return []
+                return self._transformed(topic, partition, messages, chain.apply)
         if self._json:
             runs = json_runs(values)
             if len(runs) == 1 and runs[0][2] is not None:  # the common case: keep the values
@@ -144,10 +164,11 @@ class BatchBuilder:
             return out
         return [self._batch(topic, partition, messages)]
 
-    def _transformed(self, topic: str, partition: int, messages: Sequence[Message]) -> list[RecordBatch]:
+    def _transformed(
+        self, topic: str, partition: int, messages: Sequence[Message], transform: Transform
+    ) -> list[RecordBatch]:
         """Every message converted and transformed now; cut where the records' topic changes."""
-        assert self.transform is not None  # noqa: S101
-        transform, convert = self.transform, self._convert
+        convert = self._convert
         origins: list[Message] = []
         records: list[SinkRecord | None] = []
         failures: dict[int, RecordError] = {}

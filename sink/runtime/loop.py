@@ -170,7 +170,7 @@ class SinkRuntime:
         """The thread formats compute ahead on (Arrow parses there, without the GIL)."""
         self.builder = BatchBuilder(
             converter, null_values=self.errors.null_values, check_json=not unchecked, executor=self._helper,
-            cheap_forms=options.cheap_forms, transform=chain.apply if len(chain) else None,
+            cheap_forms=options.cheap_forms, transforms=chain,
         )
         self._one_topic = len(self.subscription) == 1 and not self.subscription[0].startswith("^")
         if task_factory is None:

@@ -144,7 +144,7 @@ def write_runs(
     converter = record_converter(config, needs_parsed_value(plans) if unchecked and not chain else None)
     builder = BatchBuilder(
         converter, null_values=errors.null_values, check_json=not unchecked,
-        transform=chain.apply if len(chain) else None,
+        transforms=chain,
     )
     counter = _FileCounter()
     task = SinkTask(counter)

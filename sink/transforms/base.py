@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from typing import ClassVar
 
 from kcql.errors import ConfigError, RecordError
 from sink.records.record import SinkRecord
@@ -74,6 +75,10 @@ class Transform(ABC):
     and implement :meth:`apply`.
     """
 
+    keeps_topic: ClassVar[bool] = True
+    """``False`` for transforms that may change a record's topic (RegexRouter, Python callables):
+    topic predicates after them must look at each record (see ``TransformChain.for_topic``)."""
+
     def __init__(self, name: str, settings: TransformSettings) -> None:
         self.name = name
 
@@ -95,6 +100,10 @@ class Predicate(ABC):
     @abstractmethod
     def test(self, record: SinkRecord) -> bool:
         """Whether ``record`` matches."""
+
+    def test_topic(self, topic: str) -> bool | None:
+        """The answer for every record of ``topic`` when the topic alone decides it, else ``None``."""
+        return None
 
 
 def record_error(record: SinkRecord, transform: str, why: str) -> RecordError:

@@ -31,6 +31,8 @@ class PythonTransform(Transform):
     a record, or an iterable of records (fan-out). It is imported from the Python path when the
     connector starts, so a typo is a config error, not a failure at the first record."""
 
+    keeps_topic = False
+
     def __init__(self, name: str, settings: TransformSettings) -> None:
         super().__init__(name, settings)
         spec = settings.require("function")
@@ -102,6 +104,31 @@ class TransformChain:
 
     def __len__(self) -> int:
         return len(self._steps)
+
+    @property
+    def drops_all(self) -> bool:
+        """The first step is a Filter that applies to every record: nothing gets through."""
+        from sink.transforms.routing import Filter
+
+        return bool(self._steps) and isinstance(self._steps[0].transform, Filter) and (
+            self._steps[0].predicate is None
+        )
+
+    def for_topic(self, topic: str) -> TransformChain:
+        """This chain as it acts on records consumed from ``topic``: steps whose predicate the topic
+        alone decides (``TopicNameMatches``) are dropped or made unconditional, up to the first
+        step that may rename the topic. An empty result means the topic's batches keep their
+        cheap forms; :attr:`drops_all` that they need not be converted at all."""
+        steps: list[_Step] = []
+        decided = True
+        for step in self._steps:
+            answer = step.predicate.test_topic(topic) if decided and step.predicate is not None else None
+            if answer is None:
+                steps.append(step)
+            elif answer != step.negate:
+                steps.append(_Step(step.transform, None, False))
+            decided = decided and step.transform.keeps_topic
+        return TransformChain(steps)
 
     def apply(self, record: SinkRecord) -> list[SinkRecord]:
         """The records ``record`` becomes: none (dropped), one, or several (a Python fan-out).

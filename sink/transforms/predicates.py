@@ -30,6 +30,9 @@ class TopicNameMatches(Predicate):
     def test(self, record: SinkRecord) -> bool:
         return self.pattern.fullmatch(record.topic) is not None
 
+    def test_topic(self, topic: str) -> bool | None:
+        return self.pattern.fullmatch(topic) is not None
+
 
 class HasHeaderKey(Predicate):
     """True when the record has at least one header named ``name``."""

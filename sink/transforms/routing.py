@@ -281,6 +281,8 @@ class RegexRouter(Transform):
     """``RegexRouter``: a topic that ``regex`` matches whole becomes ``replacement`` (Java's
     ``replaceFirst``: ``$1``, ``${name}``); other topics pass unchanged."""
 
+    keeps_topic = False
+
     def __init__(self, name: str, settings: TransformSettings) -> None:
         super().__init__(name, settings)
         pattern = settings.require("regex")
@@ -311,6 +313,8 @@ class RegexRouter(Transform):
 class TimestampRouter(Transform):
     """``TimestampRouter``: the topic becomes ``topic.format`` with ``${topic}`` and ``${timestamp}``
     (the record timestamp in ``timestamp.format``, SimpleDateFormat in UTC) replaced."""
+
+    keeps_topic = False
 
     def __init__(self, name: str, settings: TransformSettings) -> None:
         super().__init__(name, settings)

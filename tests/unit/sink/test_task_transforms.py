@@ -62,7 +62,7 @@ class Sink:
         }
         chain = parse_transforms(self.props)
         self.builder = BatchBuilder(
-            converter or record_converter(self.props), transform=chain.apply if len(chain) else None
+            converter or record_converter(self.props), transforms=chain
         )
         self.policy = RecordPolicy(parse_error_settings(self.props)[0], NO_OBSERVER)
         self.task = SinkTask()
@@ -354,3 +354,57 @@ def test_a_renamed_topic_picks_its_statement_and_names_the_files(tmp_path: Path)
     data = files(tmp_path)
     assert [key.split("/")[:3] for key in data] == [["p", "orders-v2", "0"]] * 2
     assert json_rows(data) == [{"id": i} for i in range(4)]  # the renamed topic's statement: SELECT id
+
+
+# ------------------------------------------------------------------ per topic: cheap forms kept
+
+TOPIC_MATCHES = "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"
+
+
+def builder_for(props: dict[str, str]) -> tuple[BatchBuilder, CountingConverter]:
+    CountingConverter.calls = 0
+    base = record_converter({"key.converter": STRING})
+    converter = CountingConverter(base.key, base.value)
+    return BatchBuilder(converter, transforms=parse_transforms(props)), converter
+
+
+def test_a_topic_the_transforms_leave_alone_keeps_its_cheap_forms() -> None:
+    props = {
+        "transforms": "split", **python("split", f"{M}:one_per_item"),
+        "transforms.split.predicate": "other", "predicates": "other",
+        "predicates.other.type": TOPIC_MATCHES, "predicates.other.pattern": "other.*",
+    }
+    builder, _ = builder_for(props)
+    (plain,) = builder.build("t", 0, messages([doc(1), doc(2)]))
+    assert plain.json_lines() == doc(1) + b"\n" + doc(2)  # untouched: the JSON text form
+    split = builder.build("other-1", 0, messages([doc(1)], topic="other-1"))
+    assert [r.value for b in split for r in b.records()] == [{"id": 1, "item": "x"}, {"id": 1, "item": "y"}]
+    negated, _ = builder_for({**props, "transforms.split.negate": "true"})
+    (kept,) = negated.build("other-1", 0, messages([doc(1)], topic="other-1"))
+    assert kept.json_lines() == doc(1)
+
+
+def test_a_filter_on_the_topic_drops_its_batches_without_converting() -> None:
+    props = {
+        "transforms": "drop", "transforms.drop.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.drop.predicate": "audit", "predicates": "audit",
+        "predicates.audit.type": TOPIC_MATCHES, "predicates.audit.pattern": "audit",
+    }
+    builder, _ = builder_for(props)
+    assert builder.build("audit", 0, messages([doc(1)] * 3, topic="audit")) == []
+    assert CountingConverter.calls == 0
+    assert len(builder.build("t", 0, messages([doc(1)]))) == 1
+
+
+def test_after_a_rename_a_topic_predicate_looks_at_each_record() -> None:
+    props = {
+        "transforms": "route,drop",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "t", "transforms.route.replacement": "audit",
+        "transforms.drop.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.drop.predicate": "audit", "predicates": "audit",
+        "predicates.audit.type": TOPIC_MATCHES, "predicates.audit.pattern": "audit",
+    }
+    builder, _ = builder_for(props)
+    assert builder.build("t", 0, messages([doc(1)])) == []  # renamed to audit, then filtered
+    assert CountingConverter.calls == 1
