@@ -56,7 +56,7 @@ class Transforms(Protocol):
     def __len__(self) -> int: ...
     @property
     def drops_all(self) -> bool: ...
-    def apply(self, record: SinkRecord) -> list[SinkRecord]: ...
+    def apply_batch(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], dict[int, RecordError]]: ...
 
 _value = Message.value
 
@@ -146,7 +146,7 @@ class BatchBuilder:
             if chain is not None:
                 if chain.drops_all:
                     return []
-                return self._transformed(topic, partition, messages, chain.apply)
+                return self._transformed(topic, partition, messages, chain)
         if self._json:
             runs = json_runs(values)
             if len(runs) == 1 and runs[0][2] is not None:  # the common case: keep the values
@@ -165,21 +165,31 @@ class BatchBuilder:
         return [self._batch(topic, partition, messages)]
 
     def _transformed(
-        self, topic: str, partition: int, messages: Sequence[Message], transform: Transform
+        self, topic: str, partition: int, messages: Sequence[Message], chain: Transforms
     ) -> list[RecordBatch]:
         """Every message converted and transformed now; cut where the records' topic changes."""
         convert = self._convert
-        origins: list[Message] = []
-        records: list[SinkRecord | None] = []
+        converted: list[SinkRecord] = []
         failures: dict[int, RecordError] = {}
         for msg in messages:
             try:
-                out = transform(convert(msg))
+                converted.append(convert(msg))
             except RecordError as exc:
                 failures[msg.offset() or 0] = exc
+        made, transform_failures = chain.apply_batch(converted) if converted else ([], {})
+        failures.update(transform_failures)
+        groups: dict[int, list[SinkRecord]] = {}
+        for record in made:
+            groups.setdefault(record.offset, []).append(record)
+        origins: list[Message] = []
+        records: list[SinkRecord | None] = []
+        for msg in messages:
+            offset = msg.offset() or 0
+            if offset in failures:
                 origins.append(msg)
-                records.append(None)  # the placeholder: reading it raises exc
+                records.append(None)  # the placeholder: reading it raises its error
                 continue
+            out = groups.get(offset, ())
             origins += [msg] * len(out)
             records += out
         if not records:

@@ -14,14 +14,24 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from kcql.errors import ConfigError, ConfigProblem
+from kcql.errors import ConfigError, ConfigProblem, RecordError
 from sink.records.record import SinkRecord
 from sink.transforms.base import Predicate, Transform, TransformSettings, record_error
 
-__all__ = ["PYTHON_TRANSFORM", "PythonTransform", "TransformChain", "parse_transforms", "transform_problems"]
+__all__ = [
+    "PYTHON_BATCH_TRANSFORM",
+    "PYTHON_TRANSFORM",
+    "PythonBatchTransform",
+    "PythonTransform",
+    "TransformChain",
+    "parse_transforms",
+    "transform_problems",
+]
 
 PYTHON_TRANSFORM = "kcql.sink.transforms.Python"
 """The class name of a Python callable used as a transform."""
+PYTHON_BATCH_TRANSFORM = "kcql.sink.transforms.PythonBatch"
+"""The class name of a Python callable that transforms a batch of records at once."""
 
 _OWN_KEYS = ("type", "predicate", "negate")
 
@@ -81,12 +91,74 @@ class PythonTransform(Transform):
         )
 
 
+class PythonBatchTransform(PythonTransform):
+    """``function=module:callable`` taking the list of records of one consumed run (those its
+    predicate selects) and returning the records they become, in any number: each keeps the
+    offset of the record it was made from (``dataclasses.replace``). For callables that work on
+    many records at once (vectorised with Arrow or pandas, a lookup per batch). If the call raises,
+    the records are given to it one at a time, so the error lands on the record that causes it."""
+
+    def apply_many(self, record: SinkRecord) -> list[SinkRecord]:
+        return self._checked([record], self._call([record], record))
+
+    def apply_list(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], dict[int, RecordError]]:
+        """What ``records`` become, and the error of each record (by offset) that failed."""
+        try:
+            return self._checked(records, self._call(records, records[0])), {}
+        except RecordError:
+            pass
+        out: list[SinkRecord] = []
+        failures: dict[int, RecordError] = {}
+        for record in records:
+            try:
+                out += self.apply_many(record)
+            except RecordError as exc:
+                failures[record.offset] = exc
+        return out, failures
+
+    def _call(self, records: list[SinkRecord], first: SinkRecord) -> object:
+        try:
+            return self.function(records)  # type: ignore[arg-type]
+        except Exception as exc:  # user code: any failure is the records' error
+            raise record_error(first, self.name, f"{type(exc).__name__}: {exc}") from exc
+
+    def _checked(self, records: list[SinkRecord], result: object) -> list[SinkRecord]:
+        first = records[0]
+        if (
+            result is None
+            or isinstance(result, (str, bytes, dict, SinkRecord))
+            or not isinstance(result, Iterable)
+        ):
+            raise record_error(
+                first, self.name, f"returned {type(result).__name__}; expected a list of records"
+            )
+        out = list(result)
+        offsets = {r.offset for r in records}
+        for item in out:
+            if not isinstance(item, SinkRecord):
+                raise record_error(first, self.name, f"returned a {type(item).__name__} among the records")
+            if item.offset not in offsets:
+                raise record_error(
+                    first,
+                    self.name,
+                    f"returned a record with offset {item.offset}, which no record given had",
+                )
+            item.raw_value = None
+        out.sort(key=lambda r: r.offset)  # stable: the callable's order within one offset stays
+        return out
+
+
 def _classes() -> tuple[dict[str, type[Transform]], dict[str, type[Predicate]]]:
     from sink.transforms.fields import FIELD_TRANSFORMS
     from sink.transforms.predicates import PREDICATES
     from sink.transforms.routing import ROUTING_TRANSFORMS
 
-    return {**FIELD_TRANSFORMS, **ROUTING_TRANSFORMS, PYTHON_TRANSFORM: PythonTransform}, dict(PREDICATES)
+    return {
+        **FIELD_TRANSFORMS,
+        **ROUTING_TRANSFORMS,
+        PYTHON_TRANSFORM: PythonTransform,
+        PYTHON_BATCH_TRANSFORM: PythonBatchTransform,
+    }, dict(PREDICATES)
 
 
 @dataclass(frozen=True)
@@ -110,8 +182,10 @@ class TransformChain:
         """The first step is a Filter that applies to every record: nothing gets through."""
         from sink.transforms.routing import Filter
 
-        return bool(self._steps) and isinstance(self._steps[0].transform, Filter) and (
-            self._steps[0].predicate is None
+        return (
+            bool(self._steps)
+            and isinstance(self._steps[0].transform, Filter)
+            and (self._steps[0].predicate is None)
         )
 
     def for_topic(self, topic: str) -> TransformChain:
@@ -130,6 +204,49 @@ class TransformChain:
             decided = decided and step.transform.keeps_topic
         return TransformChain(steps)
 
+    def apply_batch(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], dict[int, RecordError]]:
+        """What ``records`` (consecutive records of one partition) become, in offset order, and
+        the error of each record that failed (by offset; nothing made of it is in the result).
+
+        Per-record steps run record by record; a :class:`PythonBatchTransform` step gets every
+        record its predicate selects in one call.
+        """
+        failures: dict[int, RecordError] = {}
+        current = records
+        for step in self._steps:
+            if isinstance(step.transform, PythonBatchTransform):
+                chosen = [
+                    r for r in current if step.predicate is None or step.predicate.test(r) != step.negate
+                ]
+                if not chosen:
+                    continue
+                made, failed = step.transform.apply_list(chosen)
+                failures.update(failed)
+                picked = {id(r) for r in chosen}
+                current = sorted([r for r in current if id(r) not in picked] + made, key=_offset)
+            else:
+                out: list[SinkRecord] = []
+                for record in current:
+                    if record.offset in failures:
+                        continue
+                    try:
+                        out += self._step(step, record)
+                    except RecordError as exc:
+                        failures[record.offset] = exc
+                current = out
+            if failures:
+                current = [r for r in current if r.offset not in failures]
+        return current, failures
+
+    @staticmethod
+    def _step(step: _Step, record: SinkRecord) -> list[SinkRecord]:
+        if step.predicate is not None and step.predicate.test(record) == step.negate:
+            return [record]  # not for this transform
+        if isinstance(step.transform, PythonTransform):
+            return step.transform.apply_many(record)
+        done = step.transform.apply(record)
+        return [] if done is None else [done]
+
     def apply(self, record: SinkRecord) -> list[SinkRecord]:
         """The records ``record`` becomes: none (dropped), one, or several (a Python fan-out).
 
@@ -138,20 +255,14 @@ class TransformChain:
         """
         records = [record]
         for step in self._steps:
-            out: list[SinkRecord] = []
-            for current in records:
-                if step.predicate is not None and step.predicate.test(current) == step.negate:
-                    out.append(current)  # not for this transform
-                elif isinstance(step.transform, PythonTransform):
-                    out += step.transform.apply_many(current)
-                else:
-                    done = step.transform.apply(current)
-                    if done is not None:
-                        out.append(done)
-            records = out
+            records = [made for current in records for made in self._step(step, current)]
             if not records:
                 break
         return records
+
+
+def _offset(record: SinkRecord) -> int:
+    return record.offset
 
 
 def _sub(props: Mapping[str, str], prefix: str) -> dict[str, str]:

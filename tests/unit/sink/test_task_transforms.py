@@ -61,9 +61,7 @@ class Sink:
             **props,
         }
         chain = parse_transforms(self.props)
-        self.builder = BatchBuilder(
-            converter or record_converter(self.props), transforms=chain
-        )
+        self.builder = BatchBuilder(converter or record_converter(self.props), transforms=chain)
         self.policy = RecordPolicy(parse_error_settings(self.props)[0], NO_OBSERVER)
         self.task = SinkTask()
         self.task.start(self.props, plans=kcql.parse(kcql_text))
@@ -162,8 +160,10 @@ def test_a_failing_mapper_stops_the_task_naming_the_record_and_stage(tmp_path: P
 
 def test_a_mapper_changes_the_written_json_not_the_raw_text(tmp_path: Path) -> None:
     sink = Sink(
-        tmp_path, "INSERT INTO b:p SELECT * FROM t STOREAS JSON",
-        transforms="up", **python("up", f"{M}:upper_in_place"),
+        tmp_path,
+        "INSERT INTO b:p SELECT * FROM t STOREAS JSON",
+        transforms="up",
+        **python("up", f"{M}:upper_in_place"),
     )
     sink.put(messages([doc(1)]))
     sink.stop()
@@ -182,8 +182,10 @@ def test_a_projection_with_aliases_writes_exactly_those_columns(tmp_path: Path) 
         tmp_path,
         "INSERT INTO b:p SELECT id, name AS who, meta.city AS city, _.offset FROM t STOREAS JSON",
     )
-    values = [json.dumps({"id": 1, "name": "a", "meta": {"city": "Lyon"}, "secret": 1}).encode(),
-              json.dumps({"id": 2, "name": "b", "secret": 2}).encode()]
+    values = [
+        json.dumps({"id": 1, "name": "a", "meta": {"city": "Lyon"}, "secret": 1}).encode(),
+        json.dumps({"id": 2, "name": "b", "secret": 2}).encode(),
+    ]
     sink.put(messages(values))
     sink.stop()
     assert json_rows(files(tmp_path)) == [
@@ -255,7 +257,9 @@ def test_a_projection_of_avro_into_parquet_has_exactly_the_projected_schema(tmp_
 def test_a_path_missing_from_the_schema_is_a_record_error(tmp_path: Path) -> None:
     converter = RecordConverter(StringConverter(), avro_converter({1: ORDER})[0])
     sink = Sink(
-        tmp_path, "INSERT INTO b:p SELECT id, nope FROM t STOREAS PARQUET", converter=converter,
+        tmp_path,
+        "INSERT INTO b:p SELECT id, nope FROM t STOREAS PARQUET",
+        converter=converter,
         **{"errors.tolerance": "none"},
     )
     order = {"id": 1, "amount": 1.0, "secret": "s", "customer": {"name": "n", "email": None}}
@@ -370,9 +374,12 @@ def builder_for(props: dict[str, str]) -> tuple[BatchBuilder, CountingConverter]
 
 def test_a_topic_the_transforms_leave_alone_keeps_its_cheap_forms() -> None:
     props = {
-        "transforms": "split", **python("split", f"{M}:one_per_item"),
-        "transforms.split.predicate": "other", "predicates": "other",
-        "predicates.other.type": TOPIC_MATCHES, "predicates.other.pattern": "other.*",
+        "transforms": "split",
+        **python("split", f"{M}:one_per_item"),
+        "transforms.split.predicate": "other",
+        "predicates": "other",
+        "predicates.other.type": TOPIC_MATCHES,
+        "predicates.other.pattern": "other.*",
     }
     builder, _ = builder_for(props)
     (plain,) = builder.build("t", 0, messages([doc(1), doc(2)]))
@@ -386,9 +393,12 @@ def test_a_topic_the_transforms_leave_alone_keeps_its_cheap_forms() -> None:
 
 def test_a_filter_on_the_topic_drops_its_batches_without_converting() -> None:
     props = {
-        "transforms": "drop", "transforms.drop.type": "org.apache.kafka.connect.transforms.Filter",
-        "transforms.drop.predicate": "audit", "predicates": "audit",
-        "predicates.audit.type": TOPIC_MATCHES, "predicates.audit.pattern": "audit",
+        "transforms": "drop",
+        "transforms.drop.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.drop.predicate": "audit",
+        "predicates": "audit",
+        "predicates.audit.type": TOPIC_MATCHES,
+        "predicates.audit.pattern": "audit",
     }
     builder, _ = builder_for(props)
     assert builder.build("audit", 0, messages([doc(1)] * 3, topic="audit")) == []
@@ -400,11 +410,62 @@ def test_after_a_rename_a_topic_predicate_looks_at_each_record() -> None:
     props = {
         "transforms": "route,drop",
         "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
-        "transforms.route.regex": "t", "transforms.route.replacement": "audit",
+        "transforms.route.regex": "t",
+        "transforms.route.replacement": "audit",
         "transforms.drop.type": "org.apache.kafka.connect.transforms.Filter",
-        "transforms.drop.predicate": "audit", "predicates": "audit",
-        "predicates.audit.type": TOPIC_MATCHES, "predicates.audit.pattern": "audit",
+        "transforms.drop.predicate": "audit",
+        "predicates": "audit",
+        "predicates.audit.type": TOPIC_MATCHES,
+        "predicates.audit.pattern": "audit",
     }
     builder, _ = builder_for(props)
     assert builder.build("t", 0, messages([doc(1)])) == []  # renamed to audit, then filtered
     assert CountingConverter.calls == 1
+
+
+# ---------------------------------------------------------------------------- batch callables
+
+BATCH = "kcql.sink.transforms.PythonBatch"
+
+
+def test_a_batch_callable_sees_the_run_at_once_and_its_errors_land_on_their_records(tmp_path: Path) -> None:
+    props = {
+        "transforms": "up,boom",
+        "transforms.up.type": BATCH,
+        "transforms.up.function": f"{M}:batch_upper",
+        "transforms.boom.type": BATCH,
+        "transforms.boom.function": f"{M}:batch_fails_on_three",
+    }
+    sink = Sink(tmp_path, "INSERT INTO b:p SELECT * FROM t STOREAS JSON", **props)
+    sink.put(messages([doc(i) for i in range(6)]))
+    sink.stop()
+    assert [(r["id"], r["name"]) for r in json_rows(files(tmp_path))] == [(0, "N0"), (2, "N2"), (4, "N4")]
+    assert sink.policy.tolerated == 0  # 3 was dropped by the first step: the second never failed
+    again = Sink(
+        tmp_path / "2",
+        "INSERT INTO b:p SELECT * FROM t STOREAS JSON",
+        transforms="boom",
+        **{"transforms.boom.type": BATCH, "transforms.boom.function": f"{M}:batch_fails_on_three"},
+    )
+    again.put(messages([doc(i) for i in range(6)]))
+    again.stop()
+    assert [r["id"] for r in json_rows(files(tmp_path / "2"))] == [0, 1, 2, 4, 5]
+    assert again.policy.tolerated == 1  # retried one by one: only offset 3 is the error
+
+
+def test_a_batch_callable_must_keep_the_offsets_it_was_given(tmp_path: Path) -> None:
+    sink = Sink(
+        tmp_path,
+        "INSERT INTO b:p SELECT * FROM t STOREAS JSON",
+        **{
+            "errors.tolerance": "none",
+            "transforms": "bad",
+            "transforms.bad.type": BATCH,
+            "transforms.bad.function": f"{M}:batch_wrong_offset",
+        },
+    )
+    with pytest.raises(
+        TaskFailedError, match="returned a record with offset 1000, which no record given had"
+    ):
+        sink.put(messages([doc(0)]))
+    sink.stop(commit=False)

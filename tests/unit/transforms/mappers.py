@@ -49,3 +49,22 @@ def upper_in_place(record: SinkRecord) -> SinkRecord:
 def twice(record: SinkRecord) -> list[SinkRecord]:
     """Two records per message, told apart by ``copy`` (a fan-out for the Spark and run tests)."""
     return [dataclasses.replace(record, value={**record.value, "copy": n}) for n in (0, 1)]
+
+
+def batch_upper(records: list[SinkRecord]) -> list[SinkRecord]:
+    """A batch callable: every name upper-cased, the records with odd ids dropped."""
+    return [
+        dataclasses.replace(r, value={**r.value, "name": r.value["name"].upper()})
+        for r in records
+        if r.value["id"] % 2 == 0
+    ]
+
+
+def batch_fails_on_three(records: list[SinkRecord]) -> list[SinkRecord]:
+    if any(r.value["id"] == 3 for r in records):
+        raise ValueError("three is not allowed")
+    return records
+
+
+def batch_wrong_offset(records: list[SinkRecord]) -> list[SinkRecord]:
+    return [dataclasses.replace(r, offset=r.offset + 1000) for r in records]
