@@ -235,7 +235,8 @@ class MappedSource(Source):
 
     def offsets(self) -> list[int]:
         if self._offsets is None:
-            self._offsets = [self._origin.offset_at(i) for i in range(len(self._origin))]
+            origin = self._origin
+            self._offsets = origin._src.offsets()[origin._start : origin._stop]
         return self._offsets
 
     def json_lines(self, start: int, stop: int, checked: bool) -> bytes | None:
@@ -447,21 +448,6 @@ class RecordBatch:
             self.topic, self.partition, self._src, self._start + start, self._start + stop, whole,
             source_topic=self.source_topic,
         )
-
-    def with_records(self, records: Sequence[SinkRecord]) -> RecordBatch:
-        """A batch of the first ``len(records)`` positions of this one, holding ``records``
-        instead (the same messages and offsets; the per-record view only): what a projection
-        hands the format."""
-        n = len(records)
-        if not 0 < n <= len(self):
-            raise ValueError(f"{n} records for a batch of {len(self)}")
-        src = self._src
-        messages = None if src.messages is None else src.messages[self._start : self._start + n]
-        if messages is None:
-            out = Source(None, list(records))
-        else:
-            out = Source(messages, list(records), executor=src.executor, transformed=True)
-        return RecordBatch(self.topic, self.partition, out, source_topic=self.source_topic)
 
     def mapped(
         self,

@@ -58,7 +58,7 @@ from sink.records.record import TopicPartition
 from sink.storage import Storage, create_storage
 from sink.task.statements import Statement, compile_statements
 from sink.task.timer import FlushTimer
-from sink.task.writers import PartitionWriter, WriterKey, WriterPool, writer_slot
+from sink.task.writers import TOPIC_SEPARATOR, PartitionWriter, WriterKey, WriterPool, writer_slot
 
 __all__ = ["COMMIT_STEPS", "SinkTask"]
 
@@ -336,7 +336,8 @@ class SinkTask:
         """
         key: WriterKey = (state.tp.topic, state.tp.partition, slot)
         writer = self._pool.get(key)
-        background = self._statements[plan].partitioner.is_default
+        # one file per partition at a time: only then may the commit queue take full files
+        background = self._statements[plan].partitioner.is_default and TOPIC_SEPARATOR not in slot
         while True:
             if writer is not None and writer.finished:  # a commit failed earlier: retry it first
                 self._commit_writer(writer, "retry")
