@@ -110,3 +110,14 @@ def test_config_errors_name_the_statement() -> None:
         projection("a, b AS a")
     with pytest.raises(ConfigError, match=r"IGNORE '_key\.x'"):
         projection("*", "IGNORE _key.x")
+
+
+def test_the_plain_fast_path_gives_what_the_general_walk_gives() -> None:
+    p = projection("id, amount AS total, missing, name")
+    values = [{"id": 1, "amount": 2.5, "name": "n"}, {"id": 2}, {}, {"id": None, "name": {"a": 1}}]
+    for value in values:
+        record = rec(value, key="k", headers=(("h", "v"),))
+        fast, general = p.apply(record), p._apply(record)
+        assert fast == general and list(fast.value) == ["id", "total", "missing", "name"]
+    with pytest.raises(RecordError):  # not a struct: the general walk says why
+        p.apply(rec("text"))
