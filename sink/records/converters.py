@@ -34,6 +34,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+import msgspec
+
 from kcql.errors import ConfigProblem, RecordError, Stage
 from sink.records.connect_json import EnvelopeReader, connect_schema_to_avro
 from sink.records.record import Schema, SinkRecord
@@ -145,6 +147,14 @@ class ByteArrayConverter:
 # --------------------------------------------------------------------------- Connect JSON
 
 
+_msgspec_decode = msgspec.json.decode
+_MSGSPEC_MAX_BYTES = 1900
+"""Values up to this size are parsed with msgspec (~3x faster than ``json.loads``, the same
+Python values whenever it succeeds); they are too short to hold what only ``json.loads`` refuses
+(an integer of 4,300 digits, nesting deeper than its recursion limit), so msgspec never accepts a
+value ``json.loads`` would not. Longer values, and those msgspec refuses, go to ``json.loads``."""
+
+
 class JsonConverter:
     """Connect's JsonConverter, with or without the ``{"schema", "payload"}`` envelope.
 
@@ -163,6 +173,11 @@ class JsonConverter:
 
     def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
         if not self.schemas_enable:
+            if len(data) <= _MSGSPEC_MAX_BYTES:
+                try:
+                    return _msgspec_decode(data), None
+                except msgspec.DecodeError:
+                    pass  # json.loads decides: it reads NaN, lone surrogates and UTF-16, or says why not
             return json.loads(data), None
         return self._envelopes.read(data)
 
