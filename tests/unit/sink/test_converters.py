@@ -15,6 +15,7 @@ from sink.records.converters import (
     JSON_CONVERTER,
     STRING_CONVERTER,
     ConversionError,
+    JsonConverter,
     RecordConverter,
     build_converter,
     connect_schema_to_avro,
@@ -205,3 +206,36 @@ def test_config_problems_are_listed_per_key():
     assert [p.key for p in problems] == ["key.converter", "value.converter"]
     assert "unsupported converter class 'com.example.Nope'" in problems[0].why
     assert "schema.registry.url is required" in problems[1].why
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a": 1, "b": [1.5, -0.0, 1e-7], "c": {"d": null, "e": true}}',
+        b'{"big": 123456789012345678901234567890}',
+        b'{"a": NaN, "b": Infinity}',  # json.loads reads these; msgspec refuses, so json.loads decides
+        b'{"a": 1e400}',
+        b'{"a": "\\ud800"}',
+        b'{"a": 1, "a": 2}',
+        '{"a": "\u00e9"}'.encode("utf-16"),
+        b"\xef\xbb\xbf" + b'{"a": 1}',
+        b"[1, 2]",
+        b'"text"',
+    ],
+)
+def test_schemaless_json_values_are_what_json_loads_gives(text: bytes) -> None:
+    import math
+
+    got, schema = JsonConverter(schemas_enable=False).convert("t", text)
+    expected = json.loads(text)
+    assert schema is None
+    same = json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert same or (isinstance(got, dict) and math.isnan(got["a"]) and math.isnan(expected["a"]))
+
+
+def test_schemaless_json_refuses_what_json_loads_refuses() -> None:
+    for text in (b"{", b'{"a": 1} x', b"\xff"):
+        with pytest.raises(ValueError):
+            json.loads(text)
+        with pytest.raises(ValueError):
+            JsonConverter(schemas_enable=False).convert("t", text)
