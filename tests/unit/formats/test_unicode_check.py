@@ -21,7 +21,7 @@ class Opaque:
         ({"a": "\ud800"}, "\ud800"),
         ({"\udc00": 1}, "\udc00"),
         ({"a": [{"b": ("ok", "\ud83d")}]}, "\ud83d"),
-        ({"when": dt.datetime(2026, 1, 1), "n": float("nan"), "raw": b"\xff"}, None),
+        ({"when": dt.datetime(2026, 1, 1, tzinfo=dt.UTC), "n": float("nan"), "raw": b"\xff"}, None),
         ({"o": Opaque(), "t": "\ud800"}, "\ud800"),
         ({"o": Opaque(), "t": "fine"}, None),
         ("\ud800", "\ud800"),
