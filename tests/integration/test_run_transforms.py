@@ -165,3 +165,37 @@ def test_date_partitions_from_a_value_field_in_paris_and_a_record_without_it_goe
     assert sorted(expected) == hours
     (dead,) = dead_letters(kafka_bootstrap, dlq, 1)
     assert json.loads(dead.value()) == {"id": 2}
+
+
+def test_a_failing_transform_sends_the_consumed_message_to_the_dlq_with_its_stage(
+    kafka_bootstrap, topic_factory, producer, tmp_path
+):
+    topic = topic_factory("transform-dlq")
+    dlq = f"dlq-{uuid.uuid4().hex[:8]}"
+    for i in range(5):
+        producer.produce(topic, key=b"k", value=json.dumps({"id": i, "name": f"n{i}"}))
+    producer.flush(10)
+    text = f"INSERT INTO bkt:p SELECT id FROM `{topic}` STOREAS `JSON` PROPERTIES('flush.interval'=1)"  # noqa: S608
+    props = base_props(topic, tmp_path, text)
+    props.update(
+        {
+            "transforms": "odd",
+            "transforms.odd.type": PYTHON,
+            "transforms.odd.function": f"{M}:fail_on_three",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.context.headers.enable": "true",
+        }
+    )
+
+    def rows() -> list[Any]:
+        return [r for f in local_files(tmp_path, "bkt", "p") for r in decode(f.read_bytes(), "JSON")]
+
+    run_until(props, kafka_bootstrap, lambda: len(rows()) >= 4, "4 rows")
+    assert sorted(r["id"] for r in rows()) == [0, 1, 2, 4] and all(set(r) == {"id"} for r in rows())
+    (dead,) = dead_letters(kafka_bootstrap, dlq, 1)
+    assert json.loads(dead.value()) == {"id": 3, "name": "n3"}  # the consumed message, as it came
+    headers = dict(dead.headers())
+    assert headers["__connect.errors.stage"] == b"TRANSFORMATION"
+    assert headers["__connect.errors.offset"] == b"3"
+    assert b"three is not allowed" in headers["__connect.errors.exception.message"]
