@@ -241,6 +241,18 @@ class SinkTask:
                 return False
             return writer.prefetch(batch)
 
+    def processed(self, tp: TopicPartition, next_offset: int) -> None:
+        """Every record of ``tp`` before ``next_offset`` was handed to :meth:`put` or deliberately
+        left out (a transform dropped it, a tombstone under ``behavior.on.null.values=ignore``, a
+        bad record the error policy skipped): :meth:`pre_commit` may move past them once nothing
+        before them waits in an open file, and a replay of them is skipped. Without this, records
+        a transform drops at the end of a run would hold the Kafka offset back until a later record
+        is written (forever, on a topic a Filter drops whole)."""
+        with self._lock:
+            state = self._partitions.get(TopicPartition(tp.topic, tp.partition))
+            if state is not None:
+                state.high = max(state.high, next_offset - 1)
+
     def pre_commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         """The next offset safe to commit to Kafka for each given partition we own.
 

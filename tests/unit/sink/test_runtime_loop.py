@@ -290,3 +290,41 @@ def test_held_batches_of_a_revoked_partition_are_dropped() -> None:
     runtime.feed([])
     assert task.put_offsets == [[100, 101]]  # OTHER's batch only
     assert task.closed == [[TP]]
+
+
+def test_records_a_transform_drops_let_the_kafka_offset_move_on(tmp_path: Any) -> None:
+    """A topic a Filter drops whole writes nothing, and its committed offset still follows it
+    (else the group's lag grows forever and a restart re-reads everything), with the real task."""
+    cfg = parse_connector_config(
+        {
+            "name": "filtered",
+            "config": {
+                "topics": "t",
+                "connect.s3.kcql": "INSERT INTO b:p SELECT * FROM t STOREAS JSON",
+                "connect.storage": "local",
+                "connect.local.root": str(tmp_path / "store"),
+                "connect.s3.local.tmp.directory": str(tmp_path / "staging"),
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+                "transforms": "drop",
+                "transforms.drop.type": "kcql.sink.transforms.Python",
+                "transforms.drop.function": "tests.unit.transforms.mappers:only_even",
+            },
+        }
+    )
+    (tmp_path / "store" / "b").mkdir(parents=True)
+    runtime = SinkRuntime(cfg, RuntimeOptions("127.0.0.1:9"))
+    consumer = RecordingConsumer()
+    runtime.start(consumer)
+    try:
+        consumer.assign_now(TP)
+        odd = [
+            Message(topic="t", partition=0, offset=o, value=b'{"id": %d}' % o, timestamp=(1, o))
+            for o in (1, 3, 5)
+        ]
+        runtime.feed(odd)  # all dropped: no file, nothing open
+        runtime.feed([])
+        runtime.commit()
+        assert consumer.named("commit")[-1] == [("t", 0, 6)]
+    finally:
+        runtime.shutdown()
