@@ -47,6 +47,13 @@ _TARGET_SCHEMAS: dict[str, Schema] = {
 }
 
 
+def _toward_zero(value: int, divisor: int) -> int:
+    """Java's long division (and TimeUnit's conversions): the quotient truncated toward zero,
+    in integers (a float would lose the last digits of a nanosecond count)."""
+    quotient = abs(value) // divisor
+    return -quotient if value < 0 else quotient
+
+
 class _Unsupported(Exception):
     """A value or schema TimestampConverter cannot read (Kafka's DataException/ConnectException)."""
 
@@ -107,7 +114,7 @@ class TimestampConverter(FieldTransform):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise _Unsupported(f"Expected Unix timestamp to be a Long, but found {type(value).__name__}")
             unit = self.precision
-            return value * unit if unit > 0 else int(value / -unit)  # TimeUnit truncates toward zero
+            return value * unit if unit > 0 else _toward_zero(value, -unit)
         if isinstance(value, dt.datetime):
             moment = value if value.tzinfo is not None else value.replace(tzinfo=_UTC)
             return (moment - _EPOCH) // _MS
@@ -124,7 +131,7 @@ class TimestampConverter(FieldTransform):
             return self.format.format(millis)
         if target == "unix":
             unit = self.precision
-            return int(millis / unit) if unit > 0 else millis * -unit
+            return _toward_zero(millis, unit) if unit > 0 else millis * -unit
         moment = _EPOCH + dt.timedelta(milliseconds=millis)
         if target == "Date":
             return moment.date()

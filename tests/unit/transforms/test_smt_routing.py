@@ -379,3 +379,13 @@ def test_has_header_key_and_record_is_tombstone() -> None:
     assert tomb.test(rec(None)) and not tomb.test(rec("v"))
     with pytest.raises(ConfigError, match=r"predicates\.p\.extra"):
         predicate("RecordIsTombstone", extra="1")
+
+
+def test_timestamp_converter_truncates_like_java_long_division() -> None:
+    # 1_700_000_000_123_999_999 ns is 22:13:20.123999999: Java keeps .123 (a float would round to .124)
+    xform = smt("TimestampConverter$Value", target_type="Timestamp", unix_precision="nanoseconds")
+    out = apply(xform, rec(1_700_000_000_123_999_999))
+    assert out.value == dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=UTC)
+    back = smt("TimestampConverter$Value", target_type="unix", unix_precision="seconds")
+    before_epoch = dt.datetime(1969, 12, 31, 23, 59, 58, 500000, tzinfo=UTC)  # -1,500 ms
+    assert apply(back, rec(before_epoch)).value == -1  # toward zero, as TimeUnit.toSeconds
