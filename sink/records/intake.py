@@ -23,7 +23,7 @@ built (and a value that converts to null is skipped by the runtime through
 from __future__ import annotations
 
 import codecs
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from typing import Literal, Protocol
 
@@ -42,15 +42,12 @@ from sink.records.converters import (
 from sink.records.json_text import json_runs
 from sink.records.record import SinkRecord
 
-__all__ = ["BatchBuilder", "NullValueSkipped", "Transform", "Transforms"]
-
-Transform = Callable[[SinkRecord], list[SinkRecord]]
-"""The records one record becomes (``sink.transforms.TransformChain.apply``): none, one or many;
-raises the record's RecordError (stage TRANSFORMATION)."""
+__all__ = ["BatchBuilder", "NullValueSkipped", "Transforms"]
 
 
 class Transforms(Protocol):
-    """The connector's transforms as the builder asks for them (``sink.transforms.TransformChain``)."""
+    """The connector's transforms as the builder asks for them (``sink.transforms.TransformChain``):
+    the steps that act on a topic, and what a run's records become (failures by offset)."""
 
     def for_topic(self, topic: str) -> Transforms: ...
     def __len__(self) -> int: ...
