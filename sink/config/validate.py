@@ -109,6 +109,7 @@ def validate(props: Mapping[str, str]) -> list[ConfigProblem]:
         problems += resolve_subscription(normalised, plans)[1]
     problems += consumer_override_problems(normalised)
     problems += _transform_problems(normalised)
+    problems += _projection_problems(plans)
     reader = SettingsReader(normalised)
     reader.boolean("connect.json.validate", True)
     problems += reader.problems
@@ -121,6 +122,21 @@ def _transform_problems(props: Mapping[str, str]) -> list[ConfigProblem]:
     from sink.transforms import transform_problems
 
     return transform_problems(props)
+
+
+def _projection_problems(plans: Sequence[SinkPlan]) -> list[ConfigProblem]:
+    """Each statement's SELECT/IGNORE as the task will apply it (two entries giving one field,
+    IGNORE of a key or header field), so a config the task would refuse at start is refused here."""
+    from kcql.errors import ConfigError
+    from sink.transforms.projection import compile_projection
+
+    problems: list[ConfigProblem] = []
+    for plan in plans:
+        try:
+            compile_projection(plan)
+        except ConfigError as exc:
+            problems += exc.problems
+    return problems
 
 
 def _compile_kcql(props: Mapping[str, str], problems: list[ConfigProblem]) -> Sequence[SinkPlan]:

@@ -121,3 +121,20 @@ def test_the_plain_fast_path_gives_what_the_general_walk_gives() -> None:
         assert fast == general and list(fast.value) == ["id", "total", "missing", "name"]
     with pytest.raises(RecordError):  # not a struct: the general walk says why
         p.apply(rec("text"))
+
+
+def test_validate_reports_what_the_task_would_refuse_at_start() -> None:
+    from sink.config.validate import validate
+
+    props = {
+        "name": "c",
+        "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
+        "topics": "t",
+        "connect.s3.kcql": "INSERT INTO b:p SELECT a, b AS a FROM t",
+        "connect.storage": "local",
+        "connect.local.root": "/tmp/x",
+    }
+    problems = validate(props)
+    assert [p.key for p in problems] == ["connect.s3.kcql"]
+    assert "two SELECT entries give the field 'a'" in problems[0].why
+    assert validate({**props, "connect.s3.kcql": "INSERT INTO b:p SELECT a, b FROM t"}) == []
