@@ -375,17 +375,30 @@ def test_the_stream_stops_on_sigterm_and_a_restart_writes_each_record_once(
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     for start, stop in ((0, 200), (200, 400)):
         proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        # read stderr while the stream runs: an undrained pipe fills (Spark's warnings, one line
+        # per micro-batch) and blocks the process mid-write, which looks like a stream that stalls
+        lines: list[str] = []
+        stream = proc.stderr
+        reader = threading.Thread(target=lambda: lines.extend(stream or ()), daemon=True)  # noqa: B023 - joined below
+        reader.start()
         try:
             for i in range(start, stop):
                 producer.produce(topic, value=json.dumps({"id": i}).encode(), partition=i % 4)
             producer.flush(20)
-            wait_for(
-                lambda stop=stop: sum(ids(local_objects(root), "JSON").values()) >= stop,
-                timeout=180,
-                what=f"{stop} records visible",
-            )
+            try:
+                wait_for(
+                    lambda stop=stop, proc=proc: proc.poll() is not None
+                    or sum(ids(local_objects(root), "JSON").values()) >= stop,
+                    timeout=180,
+                    what=f"{stop} records visible",
+                )
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}; spark-run said:\n{''.join(lines)[-3000:]}") from None
+            assert proc.poll() is None, "".join(lines)[-3000:]  # still streaming, not crashed
             proc.send_signal(signal.SIGTERM)
-            _out, err = proc.communicate(timeout=120)
+            proc.wait(timeout=120)
+            reader.join(timeout=30)
+            err = "".join(lines)
         finally:
             if proc.poll() is None:
                 proc.kill()
