@@ -130,33 +130,18 @@ def _partition(padding: Padding) -> SegmentFn:
     return lambda record: escape(padding.pad_partition(record.partition))
 
 
-def _date(pattern: str, when: DateTime | None) -> SegmentFn:
+def _date(pattern: str, when: DateTime) -> SegmentFn:
     pieces = [DatePattern(piece) for piece in split_directories(pattern)]
-    if when is not None:  # an instant from a field, or a zone (partitioners.instants)
-        instant, zone = when
-
-        def in_zone(record: Record) -> str:
-            moment = instant(record)  # raises the record's PartitionError
-            try:
-                local = moment.astimezone(zone)
-                return "/".join([escape(piece.format_moment(local), keep_equals=True) for piece in pieces])
-            except (OverflowError, ValueError, OSError) as exc:
-                raise PartitionError(
-                    f"Time {moment.isoformat()} cannot be formatted with _date pattern {pattern!r}: {exc}",
-                    record.where,
-                    record,
-                ) from exc
-
-        return in_zone
+    instant, zone = when
 
     def segment(record: Record) -> str:
-        if record.timestamp is None:
-            raise PartitionError(NO_TIMESTAMP, record.where, record)
+        moment = instant(record)  # raises the record's PartitionError
         try:
-            return "/".join([escape(piece.format(record.timestamp), keep_equals=True) for piece in pieces])
+            local = moment.astimezone(zone)
+            return "/".join([escape(piece.format_moment(local), keep_equals=True) for piece in pieces])
         except (OverflowError, ValueError, OSError) as exc:
             raise PartitionError(
-                f"Timestamp {record.timestamp} cannot be formatted with _date pattern {pattern!r}: {exc}",
+                f"Time {moment.isoformat()} cannot be formatted with _date pattern {pattern!r}: {exc}",
                 record.where,
                 record,
             ) from exc
@@ -167,8 +152,8 @@ def _date(pattern: str, when: DateTime | None) -> SegmentFn:
 def compile_field(field: PartitionField, padding: Padding, when: DateTime | None = None) -> SegmentFn:
     """Compile one PARTITIONBY entry into ``record -> escaped value segment`` (no ``name=``).
 
-    ``when`` is, for ``_date`` entries, the record's instant and the zone to format it in, when
-    they are not the Kafka timestamp in UTC (``timestamp.field``, ``timezone``).
+    ``when`` is, for ``_date`` entries, the record's instant and the zone to format it in
+    (``partitioners.instants``: the Kafka timestamp in UTC unless ``timestamp.field``/``timezone``).
     """
     kind, path = field.kind, tuple(field.path)
     if kind == "key":
@@ -186,5 +171,7 @@ def compile_field(field: PartitionField, padding: Padding, when: DateTime | None
     if kind == "date":
         if len(path) != 1:
             raise ValueError(f"PARTITIONBY {field.spec!r}: exactly one _date pattern is required")
+        if when is None:
+            raise ValueError(f"PARTITIONBY {field.spec!r}: a _date entry needs its instant and zone")
         return _date(path[0], when)
     raise ValueError(f"PARTITIONBY {field.spec!r}: unknown partition kind {kind!r}")

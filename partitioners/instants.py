@@ -44,7 +44,11 @@ def instant_of(source: DateSource) -> InstantFn:
         def record_time(record: Record) -> dt.datetime:
             if record.timestamp is None:
                 raise PartitionError(NO_TIMESTAMP, record.where, record)
-            return _EPOCH + dt.timedelta(milliseconds=record.timestamp)
+            try:
+                return _EPOCH + dt.timedelta(milliseconds=record.timestamp)
+            except OverflowError as exc:
+                why = f"Timestamp {record.timestamp} cannot be formatted as a _date: {exc}"
+                raise PartitionError(why, record.where, record) from None
 
         return record_time
     zone = zone_of(source)

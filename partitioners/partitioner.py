@@ -68,12 +68,9 @@ class Partitioner:
             # record came from, so it gets the default layout's per-(topic, partition) cache.
             static = all(f.kind in ("topic", "partition") for f in plan.partition_by)
             self._mode = "static" if static else "custom"
-            when = None
-            source = plan.date_source
-            if source.field is not None or source.zone != "UTC":
-                from partitioners.instants import instant_of, zone_of
+            from partitioners.instants import instant_of, zone_of
 
-                when = (instant_of(source), zone_of(source))
+            when = (instant_of(plan.date_source), zone_of(plan.date_source))
             self._fns = tuple(compile_field(f, plan.padding, when) for f in plan.partition_by)
             if plan.include_keys:
                 self._names = tuple(escape(f.display_name) + "=" for f in plan.partition_by)

@@ -146,3 +146,9 @@ def test_explain_shows_the_source_and_zone() -> None:
         "unit": None,
     }
     assert explain_dict(kcql.parse_one("INSERT INTO b SELECT * FROM t"))["date"] is None
+
+
+def test_an_out_of_range_kafka_timestamp_in_a_zone_is_a_partition_error() -> None:
+    with pytest.raises(PartitionError, match="cannot be formatted") as caught:
+        path("'timezone'='Europe/Paris'", timestamp=10**18)
+    assert caught.value.offset == 42
