@@ -56,6 +56,7 @@ from sink.events import NO_OBSERVER, SinkObserver
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
 from sink.storage import Storage, create_storage
+from sink.task.descriptors import RESERVED, process_budget
 from sink.task.statements import Statement, compile_statements
 from sink.task.timer import FlushTimer
 from sink.task.writers import TOPIC_SEPARATOR, PartitionWriter, WriterKey, WriterPool, writer_slot
@@ -106,6 +107,8 @@ class SinkTask:
         self.settings: ConnectorSettings | None = None
         self.observer = observer
         self.background_commits = False
+        self._pruning = False
+        """True while :meth:`_commit_oldest` commits files, so the commits it makes do not re-enter it."""
         self.files_committed = 0
         self._lock = threading.RLock()
         self._plans: tuple[SinkPlan, ...] = ()
@@ -155,7 +158,15 @@ class SinkTask:
         self._committer = Committer(self._storage, settings.name)
         self._committer.fault_hook = self._fire_fault
         self._staging = StagingArea(settings.writers.staging_dir, settings.name, self.task_id)
-        self._pool = WriterPool(settings.writers.max_open_writers)
+        budget = process_budget()
+        if settings.writers.max_open_writers > budget.limit:
+            log.warning(
+                "connect.s3.max.open.writers=%d is more than the process's file descriptors allow "
+                "(RLIMIT_NOFILE less %d for sockets): at most %d staging files stay open at once, "
+                "shared by the process's tasks; beyond that the least recently used file is committed",
+                settings.writers.max_open_writers, RESERVED, budget.limit,
+            )
+        self._pool = WriterPool(settings.writers.max_open_writers, budget)
         shortest = min((s.policy.interval for s in self._statements.values()), default=1.0)
         self._timer = FlushTimer(self.flush_due, self._lock, shortest, f"kcql-sink-flush-{settings.name}")
         log.info(
@@ -281,7 +292,9 @@ class SinkTask:
                 if tp not in self._partitions:
                     continue
                 if self.settings.exactly_once.enabled:
-                    for writer in self._pool.for_partition(tp):
+                    # oldest first: each commit then moves committedOffset up, so the index's
+                    # per-path entries stay few however many files the partition has open
+                    for writer in sorted(self._pool.for_partition(tp), key=_first_offset):
                         try:
                             self._commit_writer(writer, "close")
                         except FencedError as exc:
@@ -513,11 +526,20 @@ class SinkTask:
         index and cost quadratic time. Committing the oldest file moves ``committedOffset`` up,
         which prunes those entries.
         """
-        writers = self._pool.for_partition(state.tp)
-        holders = [w for w in writers if w.first_offset is not None and not w.finished]
-        if holders:
-            oldest = min(holders, key=lambda w: w.first_offset or 0)
-            self._commit_writer(oldest, "index size")
+        if self._pruning:
+            return  # the loop below is already running further up the stack
+        self._pruning = True
+        try:
+            # a loop, not recursion through _commit_writer: with thousands of open files the
+            # recursion went past Python's stack limit (10,000 PARTITIONBY values at close)
+            while state.index is not None and len(state.index.state.paths) > MAX_PATHS_AHEAD:
+                holders = [w for w in self._pool.for_partition(state.tp)
+                           if w.first_offset is not None and not w.finished]
+                if not holders:
+                    break
+                self._commit_writer(min(holders, key=_first_offset), "index size")
+        finally:
+            self._pruning = False
 
     def _drop_partition(self, tp: TopicPartition) -> None:
         for job in self._queue.forget(tp):
@@ -560,6 +582,10 @@ class SinkTask:
                 )
             self._plan_by_topic[topic] = plan
         return plan
+
+
+def _first_offset(writer: PartitionWriter) -> int:
+    return writer.first_offset if writer.first_offset is not None else -1
 
 
 def _split_group(chunk: RecordBatch, taken: int) -> RecordError:

@@ -24,6 +24,7 @@ from kcql.errors import RecordError
 from partitioners.base import FileMeta
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
+from sink.task.descriptors import DescriptorBudget
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
@@ -170,8 +171,10 @@ class PartitionWriter:
 class WriterPool:
     """The open writers in least-recently-used order, also indexed by Kafka partition."""
 
-    def __init__(self, max_open: int) -> None:
+    def __init__(self, max_open: int, budget: DescriptorBudget | None = None) -> None:
         self.max_open = max_open
+        self.budget = budget if budget is not None else DescriptorBudget(1 << 62)
+        """The process's descriptors (shared by every task's pool; see :mod:`sink.task.descriptors`)."""
         self._lru: OrderedDict[WriterKey, PartitionWriter] = OrderedDict()
         self._by_tp: dict[TopicPartition, dict[WriterKey, PartitionWriter]] = {}
 
@@ -188,11 +191,16 @@ class WriterPool:
         return writer
 
     def add(self, writer: PartitionWriter) -> None:
+        if writer.key not in self._lru:
+            self.budget.take()
         self._lru[writer.key] = writer
         self._by_tp.setdefault(writer.tp, {})[writer.key] = writer
 
     def remove(self, writer: PartitionWriter) -> None:
-        self._lru.pop(writer.key, None)
+        if self._lru.get(writer.key) is not writer:
+            return
+        del self._lru[writer.key]
+        self.budget.give()
         tp = writer.tp
         group = self._by_tp.get(tp)
         if group is not None:
@@ -202,7 +210,9 @@ class WriterPool:
 
     @property
     def full(self) -> bool:
-        return len(self._lru) >= self.max_open
+        """At ``max.open.writers``, or the process is out of descriptors while this pool holds some
+        (a pool holding none may still open one: it has nothing to commit to make room)."""
+        return len(self._lru) >= self.max_open or (self.budget.spent and bool(self._lru))
 
     def least_recently_used(self) -> PartitionWriter:
         return next(iter(self._lru.values()))

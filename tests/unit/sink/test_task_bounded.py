@@ -26,6 +26,7 @@ import sink.task.task as task_module
 from partitioners import is_data_key
 from sink.records.record import SinkRecord, TopicPartition
 from sink.storage.base import ObjectInfo, ObjectNotFound, PreconditionFailed, Storage, StoredObject
+from sink.task.descriptors import DescriptorBudget
 from tests.batches import put_records
 
 TP = TopicPartition("events", 0)
@@ -242,3 +243,90 @@ def test_staging_bytes_budget_commits_the_largest_files_early(storage: MemorySto
     assert worst <= budget + batch * 400, f"staging reached {worst} bytes with a {budget} budget"
     assert total * 300 > 10 * budget, "the data must be far larger than the budget for this to mean anything"
     assert _committed_ids(storage) == Counter(range(total))
+
+
+def test_closing_hundreds_of_open_files_commits_each_once(
+    storage: MemoryStorage, staging: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``close`` commits every open file of the partition. Committed out of order, each file adds
+    a per-path entry to the index, and past ``MAX_PATHS_AHEAD`` the oldest file is committed
+    first; that used to recurse once per file and, with 10,000 PARTITIONBY values open, ran
+    past Python's stack limit, so close failed and everything was replayed."""
+    monkeypatch.setattr(task_module, "MAX_PATHS_AHEAD", 20)
+    total = 600
+    task = task_module.SinkTask()
+    task.start(
+        {
+            "name": "close-many",
+            "connect.storage": "local",
+            "connect.local.root": str(tmp_path / "unused-root"),
+            "connect.s3.local.tmp.directory": str(staging),
+            "connect.s3.max.open.writers": str(total),
+            "connect.s3.kcql": (
+                "INSERT INTO bkt:out SELECT * FROM events PARTITIONBY k STOREAS JSON "
+                "PROPERTIES('flush.count'=1000000, 'flush.interval'=3600)"
+            ),
+        }
+    )
+    try:
+        task.open([TP])
+        # each value's file spans the others (offsets i, i + 600, i + 1200): whichever file is
+        # committed, the rest of the partition's files keep committedOffset below its last offset
+        records = [SinkRecord("events", 0, i, 1, None, {"k": f"v{i % total}", "id": i})
+                   for i in range(3 * total)]
+        put_records(task, records)
+        assert len(task._pool) == total
+        task.close([TP])
+    finally:
+        task.stop()
+    assert _committed_ids(storage) == Counter(range(3 * total))
+    assert storage.largest_index < INDEX_LIMIT
+
+
+def test_the_process_descriptor_budget_bounds_open_files_below_max_open_writers(
+    storage: MemoryStorage, staging: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``max.open.writers`` above what RLIMIT_NOFILE allows: the pool commits its least recently
+    used file at the process's budget instead of failing with EMFILE."""
+    budget = DescriptorBudget(40)
+    monkeypatch.setattr(task_module, "process_budget", lambda: budget)
+    total = 5_000
+    task = _task(staging, tmp_path)  # max.open.writers = 64 > 40
+    try:
+        task.open([TP])
+        for start in range(0, total, 500):
+            put_records(task, [SinkRecord("events", 0, i, 1, None, {"k": f"v{i % 300}", "id": i})
+                               for i in range(start, start + 500)])
+            assert len(task._pool) <= 40
+            assert budget.open == len(task._pool)
+        task.close([TP])
+    finally:
+        task.stop()
+    assert budget.open == 0, "every writer gave its descriptor back"
+    assert _committed_ids(storage) == Counter(range(total))
+
+
+def test_pools_of_one_process_share_the_descriptor_budget() -> None:
+    """Two tasks of one worker: the second finds the budget the first spent; a pool holding no
+    writer may still open one (it has nothing to commit to make room)."""
+    from sink.task.writers import WriterPool
+
+    budget = DescriptorBudget(3)
+    first, second = WriterPool(10, budget), WriterPool(10, budget)
+    writers = [_FakeWriter(i) for i in range(4)]
+    for w in writers[:3]:
+        first.add(w)  # type: ignore[arg-type]
+    assert budget.spent and first.full
+    assert not second.full, "an empty pool can always open one file"
+    second.add(writers[3])  # type: ignore[arg-type]
+    assert second.full
+    first.remove(writers[0])  # type: ignore[arg-type]
+    first.remove(writers[0])  # type: ignore[arg-type]  # twice: gives back once
+    assert budget.open == 3
+    assert first.full and second.full, "the budget is spent again by the second pool's writer"
+
+
+class _FakeWriter:
+    def __init__(self, n: int) -> None:
+        self.key = ("slot", n)
+        self.tp = TP
