@@ -81,9 +81,10 @@ class Dataset:
 
 
 def _order(i: int, rng: random.Random, pad: int, customers: int) -> dict[str, Any]:
+    cycle = -customers or 1000
     return {
         "id": i,
-        "customer": f"c{rng.randrange(customers):05d}" if customers else f"c{i % 1000:05d}",
+        "customer": f"c{rng.randrange(customers):05d}" if customers > 0 else f"c{i % cycle:05d}",
         "country": COUNTRIES[i % len(COUNTRIES)],
         "amount": round(rng.uniform(5, 500), 2),
         "ts": f"2026-11-{20 + i % 3:02d}T{i % 24:02d}:{i % 60:02d}:{i % 60:02d}+00:00",
@@ -108,7 +109,8 @@ def produce(
     ``pad`` hex characters of padding set the record size (60 → ~170 B JSON, 900 → ~1 KB).
     ``kind="avro"`` registers :data:`AVRO_SCHEMA` under ``<topic>-value`` and writes the
     Confluent wire format (magic byte, schema id, fastavro body). ``customers=0`` cycles through
-    exactly 1,000 customers (the high-cardinality PARTITIONBY field of the RSS run).
+    exactly 1,000 customers (the high-cardinality PARTITIONBY field of the RSS run), ``-N``
+    through exactly ``N``.
     """
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -485,27 +487,39 @@ def run_sink(
 
 
 def rss_with_open_partitions(
-    data: Dataset, bootstrap: str, root: Path, workdir: Path, settle: float = 6.0
+    data: Dataset, bootstrap: str, root: Path, workdir: Path, *, distinct: int = 1000, settle: float = 120.0
 ) -> dict[str, float]:
-    """Peak RSS of the sink while ``data`` (1,000 distinct ``customer`` values) keeps 1,000 writers open.
+    """Peak RSS of the sink while ``data`` (``distinct`` topic-partition-paths: ``customer`` values
+    each in one partition) keeps that many writers open.
 
     Nothing flushes on count/size/interval, so every PARTITIONBY value keeps an open Parquet
-    writer until SIGTERM commits them all; the committed directories are counted to prove 1,000
-    were open. Returns ``{"peak_rss_mb", "directories"}``.
+    writer until SIGTERM commits them all. The sink is stopped once ``distinct`` staging files
+    are open (or after ``settle`` seconds); that count proves how many were open at once. The
+    committed directories are counted too, but a stop commits only what its grace period allows.
+    Returns ``{"peak_rss_mb", "open_files", "directories"}``.
     """
+    name = f"wide{distinct}"
+    staging = workdir / f"staging-{name}"
     kcql = (
-        f"INSERT INTO bench:wide SELECT * FROM {data.topic} PARTITIONBY customer STOREAS `PARQUET` "
+        f"INSERT INTO bench:{name} SELECT * FROM {data.topic} PARTITIONBY customer STOREAS `PARQUET` "
         "PROPERTIES('flush.count'=100000000, 'flush.interval'=3600, 'flush.size'=2000000000)"
     )
-    props = {**JSON_CONVERTERS, **local_storage(root), "connect.s3.max.open.writers": "5000"}
-    run = start_sink("wide", kcql, data.topic, props, bootstrap, workdir)
+    props = {**JSON_CONVERTERS, **local_storage(root), "connect.s3.max.open.writers": str(distinct + 1000),
+             "connect.s3.local.tmp.directory": str(staging)}
+    run = start_sink(name, kcql, data.topic, props, bootstrap, workdir)
     deadline = time.monotonic() + 120
     while run.assigned_at is None and time.monotonic() < deadline and run.proc.poll() is None:
         time.sleep(0.05)
-    time.sleep(settle)  # consume everything; writers stay open
-    peak = run.stop(timeout=120)
-    dirs = {p.parent for p in (root / "bench" / "wide").rglob("*.parquet")}
-    return {"peak_rss_mb": peak, "directories": float(len(dirs))}
+    open_files = 0
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline and run.proc.poll() is None:
+        open_files = sum(1 for _ in staging.rglob("*.parquet"))
+        if open_files >= distinct:  # every value has its writer open; nothing flushes them
+            break
+        time.sleep(0.2)
+    peak = run.stop(timeout=180)
+    dirs = {p.parent for p in (root / "bench" / name).rglob("*.parquet")}
+    return {"peak_rss_mb": peak, "open_files": float(open_files), "directories": float(len(dirs))}
 
 
 def idle_visibility(

@@ -114,6 +114,10 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         json_big = h.produce(broker.bootstrap, "bench-json1k", big, pad=900)
         avro = h.produce(broker.bootstrap, "bench-avro", small, pad=60, kind="avro", registry_url=registry)
         wide_data = h.produce(broker.bootstrap, "bench-wide", wide, pad=60, customers=0)
+        # 10,000 customers over 2 partitions: each value lives in one partition, so exactly 10,000
+        # topic-partition-paths, 6 records each
+        wide10k_data = h.produce(broker.bootstrap, "bench-wide10k", 60_000, pad=60, customers=-10_000,
+                                 partitions=2)
         million = h.produce(broker.bootstrap, "bench-json1m", 100_000 if quick else 1_000_000, pad=60,
                             partitions=4)  # local[2] runs the 4 partition tasks in two even waves
         say(f"produced {small:,} x ~{json_small.value_bytes // small} B JSON, {big:,} x "
@@ -184,9 +188,16 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
             runs.append(r)
             say(f"{name}: {r['rps']:,.0f} rec/s, peak RSS {r['peak_rss_mb']:.0f} MB ({samples(r)})")
 
-        wide_result = h.rss_with_open_partitions(wide_data, broker.bootstrap, root, work / "logs")
+        # 1,000 values, each in all 3 partitions: 3,000 open writers
+        wide_result = h.rss_with_open_partitions(wide_data, broker.bootstrap, root, work / "logs",
+                                                 distinct=3_000)
         say(f"1,000 open partitions: peak RSS {wide_result['peak_rss_mb']:.0f} MB "
-            f"({wide_result['directories']:.0f} PARTITIONBY directories committed at stop)")
+            f"({wide_result['directories']:.0f} PARTITIONBY directories committed at stop, "
+            f"{wide_result['open_files']:.0f} files open)")
+        wide10k = h.rss_with_open_partitions(wide10k_data, broker.bootstrap, root, work / "logs",
+                                             distinct=10_000)
+        say(f"10,000 open partitions: peak RSS {wide10k['peak_rss_mb']:.0f} MB "
+            f"({wide10k['open_files']:.0f} staging files open at once)")
         idle_s = h.idle_visibility(broker.bootstrap, root, work / "logs", flush_interval=2)
         say(f"idle partition: records visible {idle_s:.2f} s after produce (flush.interval=2 s)")
 
@@ -240,6 +251,8 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
                                     "peak_rss_mb", "seconds", "bare_rps", "samples_s")} for r in runs],
         "rss_1000_partitions_mb": wide_result["peak_rss_mb"],
         "rss_1000_partitions_directories": int(wide_result["directories"]),
+        "rss_10000_partitions_mb": wide10k["peak_rss_mb"],
+        "rss_10000_partitions_open_files": int(wide10k["open_files"]),
         "idle_visible_s": idle_s,
         "idle_flush_interval_s": 2,
         "spark_reader_ratio": spark_result["ratio"],
@@ -268,6 +281,10 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool]]:
         checks.append((f"{name} >= 3 x quix-streams ({ratio:.2f})", ratio is not None and ratio >= 3))
     checks.append((f"peak RSS with 1,000 open partitions <= 512 MB ({result['rss_1000_partitions_mb']:.0f})",
                    result["rss_1000_partitions_mb"] <= 512))
+    if "rss_10000_partitions_mb" in result:
+        rss, files = result["rss_10000_partitions_mb"], result["rss_10000_partitions_open_files"]
+        checks.append((f"peak RSS with 10,000 open partitions <= 1 GB ({rss:.0f} MB, {files:,} files open)",
+                       rss <= 1024 and files == 10_000))
     checks.append((f"idle data visible within flush.interval + 2 s ({result['idle_visible_s']:.2f} s)",
                    result["idle_visible_s"] <= result["idle_flush_interval_s"] + 2))
     checks.append((f"spark_reader within 1.2 x spark.read.parquet ({result['spark_reader_ratio']:.2f})",
@@ -302,6 +319,9 @@ def table(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"peak RSS, 1,000 open partitions: {result['rss_1000_partitions_mb']:.0f} MB",
+        *([(f"peak RSS, 10,000 open partitions: {result['rss_10000_partitions_mb']:.0f} MB "
+           f"({result['rss_10000_partitions_open_files']:,} staging files open)")]
+          if "rss_10000_partitions_mb" in result else []),
         (f"idle partition visible after: {result['idle_visible_s']:.2f} s"
         f" (flush.interval {result['idle_flush_interval_s']} s)"),
         (f"spark_reader / spark.read.parquet, query on a registered view: {result['spark_reader_ratio']:.2f}"

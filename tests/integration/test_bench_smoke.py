@@ -115,3 +115,16 @@ def test_best_of_keeps_the_fastest_timing_and_every_sample() -> None:
     assert "peak_rss_mb" not in bench_run.best_of([{"seconds": 1.0}])  # bare consume has none
     assert bench_run.samples(best) == "best of 1.20, 0.90, 1.00 s"
     assert "samples_s" not in runs[1]  # the inputs are left as they were
+
+
+def test_the_open_partitions_run_counts_the_writers_it_held_open(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The 10,000-open-partitions row on 40: 40 values over 2 partitions are 40 open files."""
+    data = h.produce(kafka_bootstrap, f"bsmoke-wide-{uuid.uuid4().hex[:6]}", 240, pad=10, customers=-40,
+                     partitions=2)
+    got = h.rss_with_open_partitions(data, kafka_bootstrap, tmp_path / "local", tmp_path / "logs",
+                                     distinct=40)
+    assert got["open_files"] == 40
+    assert got["directories"] == 40, "SIGTERM committed every open file"
+    assert 20 < got["peak_rss_mb"] < 2000
