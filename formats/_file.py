@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-from formats.base import FormatWriter, PartSink
+from formats.base import FormatError, FormatWriter, PartSink
 
 __all__ = ["CountingFile", "StagingWriter"]
 
@@ -118,6 +118,8 @@ class StagingWriter(FormatWriter):
         self._file = CountingFile(path.open(mode), path, spill)  # closed by close()/abort()
         self._count = 0
         self._closed = False
+        self._failed: BaseException | None = None
+        """Why ``close`` failed: the file is incomplete, and a later ``close`` must say so again."""
 
     @property
     def record_count(self) -> int:
@@ -132,12 +134,18 @@ class StagingWriter(FormatWriter):
 
     def close(self) -> None:
         if self._closed:
+            if self._failed is not None:  # a retried commit must not take the incomplete file
+                raise FormatError(
+                    f"the staging file {self.path} could not be finished ({self._failed}); "
+                    "it must be discarded"
+                ) from self._failed
             return
         self._closed = True
         try:
             self._finish()
             self._file.fsync_close()
-        except BaseException:
+        except BaseException as exc:
+            self._failed = exc
             try:
                 self._abort_encoder()
             except Exception:  # the original error is the one worth reporting

@@ -106,8 +106,9 @@ class PartitionWriter:
 
     @property
     def streamed(self) -> bool:
-        """Whether parts of the file are already uploaded: it must be committed from its upload."""
-        return self.upload is not None and self.upload.started
+        """Whether parts of the file went up (or were tried): it must be committed from its upload,
+        whose :meth:`~sink.commit.parts.StreamingUpload.complete` refuses a file that lost a part."""
+        return self.upload is not None and (self.upload.started or self.upload.failed is not None)
 
     @property
     def local_bytes(self) -> int:

@@ -19,7 +19,7 @@ import fastavro._write
 import pyarrow.parquet as pq
 import pytest
 
-from formats import FormatSettings, get_format
+from formats import FormatError, FormatSettings, get_format
 from formats._file import CountingFile
 from kcql.model import StoreFormat
 from tests.unit.formats.records import append, orders, record
@@ -149,3 +149,18 @@ def test_counts_cover_the_whole_file_and_a_failed_hand_over_keeps_the_bytes(tmp_
 def test_a_spilling_file_needs_its_path(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="path"):
         CountingFile(io.BytesIO(), None, Parts(10, tmp_path / "f"))
+
+
+def test_a_close_that_failed_fails_again_instead_of_passing_an_incomplete_file(tmp_path: Path) -> None:
+    # the last part fails at close (the JSON writer's last write spills): a retried commit calls
+    # close again and must not get a "finished" file whose tail never went anywhere
+    path = tmp_path / "x.json"
+    parts = Parts(1024, path)
+    writer = get_format(FormatSettings(format=StoreFormat.JSON, codec="GZIP")).open(path, parts)
+    append(writer, _records("numbered", 5000))
+    parts.fail = True
+    with pytest.raises(OSError, match="storage is down"):
+        writer.close()
+    with pytest.raises(FormatError, match="could not be finished"):
+        writer.close()
+    writer.abort()  # still fine: the caller discards the file

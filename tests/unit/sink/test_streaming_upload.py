@@ -46,6 +46,9 @@ class StreamingMemoryStorage(MemoryStorage):
         self.parts_sent = 0
 
     def create_multipart(self, bucket: str, key: str) -> str:
+        if self.fail_parts:
+            self.fail_parts -= 1
+            raise TransientStorageError(f"start multipart upload {key} failed: SlowDown")
         upload_id = f"u{next(self._ids)}"
         self.uploads[upload_id] = (key, {})
         return upload_id
@@ -290,3 +293,17 @@ def test_streaming_off_stages_files_whole(storage: StreamingMemoryStorage, tmp_p
     put_records(task, _records(0, 8000))
     assert storage.parts_sent == 0 and _staged(tmp_path / "stage") > MIN_PART
     task.stop()
+
+
+def test_a_file_that_lost_a_part_is_never_committed(storage: StreamingMemoryStorage, tmp_path: Path) -> None:
+    task = _task(tmp_path / "stage", tmp_path, exactly_once=True)
+    task.open([TP])
+    put_records(task, _records(0, 3000))  # under a part: local only
+    storage.fail_parts = 1  # the upload cannot even start: nothing went up, the local file is whole
+    with pytest.raises(TransientStorageError):
+        put_records(task, _records(3000, 8000))  # written locally, but not accounted for
+    task.close([TP])  # exactly-once close tries to commit the open file: it must refuse it
+    task.stop()
+    assert not [k for k in storage.objects if is_data_key(k, "out")]
+    assert storage.uploads == {}
+    assert not [k for k in storage.objects if k.startswith(".temp-upload/")]
