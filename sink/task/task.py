@@ -504,7 +504,10 @@ class SinkTask:
         if not storage.supports_streaming:
             return None
         part_size = settings.storage.s3.multipart_chunk
-        return StreamingUpload(storage, plan.bucket, temp_prefix(settings.name, tp), part_size)
+        state = self._partitions.get(tp)
+        # the bucket the commit copies within: the index's with exactly-once, as commit_exactly_once
+        bucket = state.index.bucket if state is not None and state.index is not None else plan.bucket
+        return StreamingUpload(storage, bucket, temp_prefix(settings.name, tp), part_size)
 
     def _commit_streamed(
         self, state: _PartitionState, writer: PartitionWriter, final_key: str, last_offset: int,
@@ -518,7 +521,7 @@ class SinkTask:
                 state.index, temp_key, etag, final_key, writer.path, last_offset, committed_after
             )
         else:
-            self._committer.commit_uploaded_direct(writer.plan.bucket, temp_key, etag, final_key)
+            self._committer.commit_uploaded_direct(writer.upload.bucket, temp_key, etag, final_key)
         writer.upload.committed = True
 
     def _reap(self, done: list[CommitJob[PartitionWriter]] | None = None) -> None:
