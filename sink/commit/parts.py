@@ -35,7 +35,10 @@ from typing import BinaryIO
 from kcql.errors import SinkError
 from sink.storage.base import Storage, StorageError
 
-__all__ = ["StreamingUpload"]
+__all__ = ["MAX_PARTS", "StreamingUpload"]
+
+MAX_PARTS = 10_000
+"""S3's limit on the parts of one multipart upload (the last part included)."""
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +46,9 @@ log = logging.getLogger(__name__)
 class StreamingUpload:
     """The multipart upload of one staging file to a temporary key (a :class:`~formats.base.PartSink`).
 
-    States: idle (no part yet) → streaming (upload started) → completed → committed, or aborted
-    from idle/streaming; ``failed`` once a part or the completion failed. Not thread-safe: the
-    writer that owns the file uses it, then whoever commits the file.
+    States: idle (no part yet) → streaming (upload started) → completed → committed, or
+    discarded in any state before committed; ``failed`` once a part or the completion failed.
+    Not thread-safe: the writer that owns the file uses it, then whoever commits the file.
     """
 
     def __init__(self, storage: Storage, bucket: str, temp_prefix: str, part_size: int) -> None:
@@ -78,6 +81,13 @@ class StreamingUpload:
     def upload_part(self, data: BinaryIO, size: int) -> None:
         """Send the next part (called by the format's file at a write boundary)."""
         self._check_usable()
+        if len(self.parts) + 1 >= MAX_PARTS:  # one number stays free for the last part
+            self.failed = StorageError(
+                f"{self.storage.uri(self.bucket, self.key)}: a file cannot have more than {MAX_PARTS:,} "
+                f"parts of {self._part_size:,} bytes; raise connect.s3.multipart.part.size or lower "
+                "flush.size"
+            )
+            raise self.failed
         try:
             if self.upload_id is None:
                 self.upload_id = self.storage.create_multipart(self.bucket, self.key)

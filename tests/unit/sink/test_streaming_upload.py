@@ -307,3 +307,15 @@ def test_a_file_that_lost_a_part_is_never_committed(storage: StreamingMemoryStor
     assert not [k for k in storage.objects if is_data_key(k, "out")]
     assert storage.uploads == {}
     assert not [k for k in storage.objects if k.startswith(".temp-upload/")]
+
+
+def test_a_file_needing_more_parts_than_s3_allows_fails_naming_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("sink.commit.parts.MAX_PARTS", 3)
+    upload = StreamingUpload(StreamingMemoryStorage(), "b", "t/", 5)
+    _send(upload, b"12345")
+    _send(upload, b"12345")
+    with pytest.raises(StorageError, match=r"more than 3 parts .*multipart.part.size") as caught:
+        _send(upload, b"12345")  # the third number is the last part's
+    assert not caught.value.retriable
