@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-from formats.base import FormatWriter
+from formats.base import FormatError, FormatWriter, PartSink
 
 __all__ = ["CountingFile", "StagingWriter"]
 
@@ -18,22 +18,54 @@ logger = logging.getLogger(__name__)
 
 
 class CountingFile:
-    """A binary file that counts what is written to it.
+    """A binary file that counts what is written to it, and optionally hands full parts away.
 
     ``bytes_written`` must be cheap (the flush.size policy asks after every batch), so the count
     is kept in Python instead of calling ``stat`` or ``tell`` on the file.
+
+    With a :class:`~formats.base.PartSink`, once the local file holds ``part_size`` bytes or more
+    at the end of a ``write``, those bytes go to the sink as the next part and the local file is
+    emptied: local disk holds at most a part plus one write. ``count`` (and ``tell``) keep
+    counting the whole file, which is what encoders that record offsets (Parquet's footer) need.
     """
 
-    __slots__ = ("_raw", "count")
+    __slots__ = ("_local", "_path", "_raw", "_spill", "count", "spilled")
 
-    def __init__(self, raw: IO[bytes]) -> None:
+    def __init__(self, raw: IO[bytes], path: Path | None = None, spill: PartSink | None = None) -> None:
+        if spill is not None and path is None:
+            raise ValueError("a spilling CountingFile needs the path of its file to read parts back")
         self._raw = raw
+        self._path = path
+        self._spill = spill
+        self._local = 0
         self.count = 0
+        self.spilled = 0
+        """Bytes handed to the sink so far (``count - spilled`` are in the local file)."""
+
+    @property
+    def spills(self) -> bool:
+        """Whether parts of this file are handed away as it grows."""
+        return self._spill is not None
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         n = self._raw.write(data)
-        self.count += len(data) if n is None else n
-        return len(data) if n is None else n
+        written = len(data) if n is None else n
+        self.count += written
+        if self._spill is not None:
+            self._local += written
+            if self._local >= self._spill.part_size:
+                self._hand_over(self._spill)
+        return written
+
+    def _hand_over(self, spill: PartSink) -> None:
+        assert self._path is not None  # noqa: S101 - checked in __init__
+        self._raw.flush()
+        with self._path.open("rb") as part:
+            spill.upload_part(part, self._local)
+        self._raw.seek(0)
+        self._raw.truncate()
+        self.spilled += self._local
+        self._local = 0
 
     def flush(self) -> None:
         self._raw.flush()
@@ -71,19 +103,23 @@ class StagingWriter(FormatWriter):
     """Base for writers that stream into one local staging file.
 
     Subclasses implement :meth:`write` and :meth:`_finish` (write the trailer: last block,
-    Parquet footer, gzip trailer). ``close`` and ``abort`` are idempotent so the sink core can
-    call them from error paths without tracking state.
+    Parquet footer, gzip trailer). With ``spill``, full parts leave the local file as it grows
+    (see :class:`CountingFile`); after ``close`` the local file holds the last part. ``close``
+    and ``abort`` are idempotent so the sink core can call them from error paths without
+    tracking state.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, spill: PartSink | None = None) -> None:
         self.path = path
         path = Path(path)
         # A staging file with content is never silently overwritten (that would be a caller bug);
         # an empty one, as tempfile.mkstemp leaves it, is fine to reuse.
         mode = "wb" if path.exists() and path.stat().st_size == 0 else "xb"
-        self._file = CountingFile(path.open(mode))  # closed by close()/abort()
+        self._file = CountingFile(path.open(mode), path, spill)  # closed by close()/abort()
         self._count = 0
         self._closed = False
+        self._failed: BaseException | None = None
+        """Why ``close`` failed: the file is incomplete, and a later ``close`` must say so again."""
 
     @property
     def record_count(self) -> int:
@@ -98,12 +134,18 @@ class StagingWriter(FormatWriter):
 
     def close(self) -> None:
         if self._closed:
+            if self._failed is not None:  # a retried commit must not take the incomplete file
+                raise FormatError(
+                    f"the staging file {self.path} could not be finished ({self._failed}); "
+                    "it must be discarded"
+                ) from self._failed
             return
         self._closed = True
         try:
             self._finish()
             self._file.fsync_close()
-        except BaseException:
+        except BaseException as exc:
+            self._failed = exc
             try:
                 self._abort_encoder()
             except Exception:  # the original error is the one worth reporting

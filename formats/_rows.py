@@ -15,7 +15,7 @@ from typing import Any
 
 from formats._file import StagingWriter
 from formats._unicode import lone_surrogate, surrogate_error, value_surrogate
-from formats.base import FormatError, FormatSettings, Record, RecordFormatError
+from formats.base import FormatError, FormatSettings, PartSink, Record, RecordFormatError
 from formats.envelope import envelope_avro_schema, envelope_row
 from formats.schema_evolution import Decision, SchemaEvolution, project
 from formats.schema_inference import IncompatibleSchemas, avro_names, infer, merge
@@ -259,8 +259,8 @@ class RowFileWriter(StagingWriter):
 
     _rows: RowBuilder
 
-    def __init__(self, path: Any, settings: FormatSettings) -> None:
-        super().__init__(path)
+    def __init__(self, path: Any, settings: FormatSettings, spill: PartSink | None = None) -> None:
+        super().__init__(path, spill)
         self._settings = settings
         self._call_start = 0
         """Rows buffered by earlier calls: a conversion error among them cannot name a record of

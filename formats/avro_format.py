@@ -26,6 +26,7 @@ from formats.base import (
     FormatError,
     FormatSettings,
     FormatWriter,
+    PartSink,
     Record,
 )
 from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
@@ -51,8 +52,10 @@ def _check_codec_available(codec: str) -> None:
 class AvroWriter(RowFileWriter):
     """Streams rows into one Avro container file."""
 
-    def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
-        super().__init__(path, settings)
+    def __init__(
+        self, path: Path, settings: FormatSettings, codec: str, spill: PartSink | None = None
+    ) -> None:
+        super().__init__(path, settings, spill)
         self._rows = RowBuilder(settings, "AVRO")
         self._codec = AVRO_CODECS[codec]
         level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
@@ -178,5 +181,5 @@ class AvroFormat(FileFormat):
         super().__init__(settings)
         _check_codec_available(self._codec)
 
-    def open(self, path: Path) -> FormatWriter:
-        return AvroWriter(path, self.settings, self._codec)
+    def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
+        return AvroWriter(path, self.settings, self._codec, spill)

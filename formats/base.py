@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self, TypeVar
 
 from kcql.errors import RecordError, SinkError
 from kcql.model import EnvelopeFields, StoreFormat
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
-    "Batch", "FileFormat", "FormatError", "FormatSettings", "FormatWriter", "Record", "RecordFormatError",
+    "Batch", "FileFormat", "FormatError", "FormatSettings", "FormatWriter", "PartSink", "Record",
+    "RecordFormatError",
 ]
 
 T = TypeVar("T")
@@ -108,6 +109,25 @@ class Batch(Protocol):
     def ahead(self, key: Hashable, compute: Callable[[Batch], Any]) -> None:
         """Start ``compute(self)`` on a helper thread, for a later :meth:`memo` with the same key
         (nothing happens when the batch has no helper thread). ``compute`` must be thread-safe."""
+
+
+class PartSink(Protocol):
+    """Where a staging file's bytes go while it is written, so local staging stays bounded.
+
+    Once the local file holds at least :attr:`part_size` bytes, at the end of a write, the
+    writer hands them over (:meth:`upload_part`) and empties the local file; the format keeps
+    counting the whole file. Concatenated in order, the parts and what is left locally at close
+    are exactly the file an unspilled writer would have produced (the encoders never seek or read
+    back). The sink implements it with an S3 multipart upload; formats know nothing about that.
+    """
+
+    @property
+    def part_size(self) -> int:
+        """Local bytes that trigger a hand-over (every part but the last is at least this big)."""
+
+    def upload_part(self, data: BinaryIO, size: int) -> None:
+        """Take the next ``size`` bytes of the file from ``data`` (a readable file at the part's
+        start). Raising leaves the bytes in the local file; the file must then be discarded."""
 
 
 class FormatError(SinkError):
@@ -199,5 +219,6 @@ class FileFormat(ABC):
         return extension_for(self.settings.format, self._codec)
 
     @abstractmethod
-    def open(self, path: Path) -> FormatWriter:
-        """Create ``path`` and return a writer streaming into it."""
+    def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
+        """Create ``path`` and return a writer streaming into it (handing full parts of it to
+        ``spill`` as it grows, when given: see :class:`PartSink`)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from formats._file import StagingWriter
 from formats._unicode import surrogate_error, text_surrogate
-from formats.base import Batch, FileFormat, FormatWriter, RecordFormatError
+from formats.base import Batch, FileFormat, FormatWriter, PartSink, RecordFormatError
 
 __all__ = ["BytesFormat", "BytesWriter"]
 
@@ -47,5 +47,5 @@ class BytesWriter(StagingWriter):
 class BytesFormat(FileFormat):
     """Raw value bytes, one record per file."""
 
-    def open(self, path: Path) -> FormatWriter:
-        return BytesWriter(path)
+    def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
+        return BytesWriter(path, spill)

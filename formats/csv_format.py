@@ -34,7 +34,15 @@ from typing import Any
 from formats._file import StagingWriter
 from formats._unicode import surrogate_error, value_surrogate
 from formats.avro_schemas import non_null_branch
-from formats.base import Batch, FileFormat, FormatSettings, FormatWriter, Record, RecordFormatError
+from formats.base import (
+    Batch,
+    FileFormat,
+    FormatSettings,
+    FormatWriter,
+    PartSink,
+    Record,
+    RecordFormatError,
+)
 from formats.json_values import dumps
 from formats.schema_evolution import Decision, SchemaEvolution
 from kcql.model import StoreFormat
@@ -65,8 +73,10 @@ def _cell(value: Any) -> Any:
 class CsvWriter(StagingWriter):
     """Writes one CSV row per record value."""
 
-    def __init__(self, path: Path, settings: FormatSettings, headers: bool) -> None:
-        super().__init__(path)
+    def __init__(
+        self, path: Path, settings: FormatSettings, headers: bool, spill: PartSink | None = None
+    ) -> None:
+        super().__init__(path, spill)
         self._headers = headers
         self._format_name = "CSV_WITHHEADERS" if headers else "CSV"
         self._mode = (settings.schema_compatibility or "NONE").upper()
@@ -140,5 +150,5 @@ class CsvWriter(StagingWriter):
 class CsvFormat(FileFormat):
     """CSV (``csv`` extension), with a header line for CSV_WITHHEADERS."""
 
-    def open(self, path: Path) -> FormatWriter:
-        return CsvWriter(path, self.settings, self.settings.format is StoreFormat.CSV_WITHHEADERS)
+    def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
+        return CsvWriter(path, self.settings, self.settings.format is StoreFormat.CSV_WITHHEADERS, spill)

@@ -17,7 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from formats._file import StagingWriter
-from formats.base import Batch, FileFormat, FormatSettings, FormatWriter, Record, RecordFormatError
+from formats.base import (
+    Batch,
+    FileFormat,
+    FormatSettings,
+    FormatWriter,
+    PartSink,
+    Record,
+    RecordFormatError,
+)
 from formats.codecs import DEFAULT_LEVELS
 from formats.envelope import json_envelope
 from formats.json_values import dumps
@@ -44,8 +52,10 @@ class JsonWriter(StagingWriter):
     at most a few tens of KiB, so flush.size is met slightly late rather than early.
     """
 
-    def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
-        super().__init__(path)
+    def __init__(
+        self, path: Path, settings: FormatSettings, codec: str, spill: PartSink | None = None
+    ) -> None:
+        super().__init__(path, spill)
         self._envelope = settings.envelope
         self._crc = 0
         self._size = 0
@@ -124,5 +134,5 @@ class JsonWriter(StagingWriter):
 class JsonFormat(FileFormat):
     """JSON lines; GZIP (``gz`` extension) or UNCOMPRESSED."""
 
-    def open(self, path: Path) -> FormatWriter:
-        return JsonWriter(path, self.settings, self._codec)
+    def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
+        return JsonWriter(path, self.settings, self._codec, spill)

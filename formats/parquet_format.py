@@ -35,6 +35,7 @@ from formats.base import (
     FormatError,
     FormatSettings,
     FormatWriter,
+    PartSink,
     Record,
     RecordFormatError,
 )
@@ -149,8 +150,10 @@ class LineParser:
 class ParquetWriter(RowFileWriter):
     """Streams rows into one Parquet file."""
 
-    def __init__(self, path: Path, settings: FormatSettings, codec: str) -> None:
-        super().__init__(path, settings)
+    def __init__(
+        self, path: Path, settings: FormatSettings, codec: str, spill: PartSink | None = None
+    ) -> None:
+        super().__init__(path, settings, spill)
         self._rows = RowBuilder(settings, "PARQUET")
         self._codec = PARQUET_CODECS[codec]
         self._level = settings.level if settings.level is not None else DEFAULT_LEVELS.get(codec)
@@ -380,6 +383,8 @@ class ParquetWriter(RowFileWriter):
         buffered = self._batch_bytes + self._pending_bytes + ROW_ESTIMATE * len(self._small)
         if self._out is not None and not self._out.closed:
             self._encoded = self._out.tell()
+        elif self._file.spills:
+            self._encoded = self._file.count
         self._reported = max(self._reported, self._encoded + buffered)
         return self._reported
 
@@ -407,6 +412,11 @@ class ParquetWriter(RowFileWriter):
         through its Python handle, which writes nothing itself; fsync covers the file's data
         whichever descriptor wrote it.
         """
+        if self._file.spills:
+            # Spilled parts are taken at the Python handle's write boundaries (it counts and
+            # empties the local file), so Arrow must write through it; Arrow never seeks or reads
+            # back, and takes positions from its tell(), which counts the whole file.
+            return self._file  # type: ignore[return-value]
         if self._out is None:
             self._out = pa.OSFile(str(self.path), mode="w")
         return self._out
@@ -463,5 +473,5 @@ class ParquetFormat(FileFormat):
         if name != "none" and not pa.Codec.is_available(name):
             raise FormatError(f"PARQUET codec {self._codec} is not available in this pyarrow build")
 
-    def open(self, path: Path) -> FormatWriter:
-        return ParquetWriter(path, self.settings, self._codec)
+    def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
+        return ParquetWriter(path, self.settings, self._codec, spill)

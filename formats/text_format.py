@@ -15,7 +15,7 @@ from pathlib import Path
 
 from formats._file import StagingWriter
 from formats._unicode import surrogate_error, text_surrogate
-from formats.base import Batch, FileFormat, FormatWriter, Record, RecordFormatError
+from formats.base import Batch, FileFormat, FormatWriter, PartSink, Record, RecordFormatError
 
 __all__ = ["TextFormat", "TextWriter"]
 
@@ -58,5 +58,5 @@ class TextWriter(StagingWriter):
 class TextFormat(FileFormat):
     """Plain text, one string value per line."""
 
-    def open(self, path: Path) -> FormatWriter:
-        return TextWriter(path)
+    def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
+        return TextWriter(path, spill)

@@ -13,6 +13,11 @@ before 2 the temp object is litter (deleted, records replayed); from 2 on the pe
 rolled forward (the copy is idempotent: same bytes, same key). Nothing becomes visible under a
 data key before it is complete, and the index never claims a file that is not there.
 With exactly-once disabled, :meth:`Committer.commit_direct` uploads straight to the final key.
+
+A streamed file (:mod:`sink.commit.parts`) is already complete at its temporary key when it is
+committed: :meth:`Committer.commit_uploaded` goes on from step 2 (with exactly-once off,
+:meth:`Committer.commit_uploaded_direct` copies it to the final key and deletes it). Recovery
+also aborts the partition's incomplete multipart uploads (a crash while a file streamed).
 """
 
 from __future__ import annotations
@@ -151,3 +156,44 @@ class Committer:
         """Delete every temporary upload of ``tp`` (only its owner calls this, after recovery)."""
         for info in list(self.storage.list(bucket, temp_prefix(self.connector, tp))):
             self.storage.delete(bucket, info.key)
+        self.abort_streams(bucket, tp)
+
+    # -- streamed files (sink.commit.parts): already uploaded when committed ------------------------
+
+    def commit_uploaded(
+        self,
+        index: PartitionIndex,
+        temp_key: str,
+        etag: str,
+        final_key: str,
+        path: str,
+        last_offset: int,
+        committed_after: int,
+    ) -> None:
+        """:meth:`commit_exactly_once` for a file already complete at ``temp_key`` (streamed):
+        the sequence from step 2 on; raises :class:`FencedError` if we lost the partition."""
+        bucket = index.bucket
+        if index.state.pending is not None:
+            self.resolve_pending(index)  # as in commit_exactly_once
+        self._step("after-upload")
+        pending = PendingCommit(temp_key, final_key, last_offset, path, etag, committed_after)
+        try:
+            index.write(replace(index.state, pending=pending))
+        except FencedError:
+            self._forget(bucket, temp_key)
+            raise
+        self._step("after-pending-recorded")
+        self._finish(index, pending, steps=True)
+
+    def commit_uploaded_direct(self, bucket: str, temp_key: str, etag: str, final_key: str) -> None:
+        """Exactly-once disabled, streamed file: copy it from ``temp_key`` to the final key, then
+        delete the temporary object (Kafka offsets decide replays, as for :meth:`commit_direct`)."""
+        self.storage.copy(bucket, temp_key, final_key, if_match=etag)
+        self._forget(bucket, temp_key)
+
+    def abort_streams(self, bucket: str, tp: TopicPartition) -> None:
+        """Abort ``tp``'s incomplete multipart uploads: files that were streaming when their task
+        died (never visible: an incomplete upload is no object). Only the partition's owner calls it."""
+        for upload in list(self.storage.list_multipart_uploads(bucket, temp_prefix(self.connector, tp))):
+            log.info("%s: aborting the interrupted streamed upload %s", tp, upload.key)
+            self.storage.abort_multipart(bucket, upload.key, upload.upload_id)

@@ -8,20 +8,25 @@ the commit protocol in :mod:`sink.commit.committer` is written once:
   ``if_match``: only if its current etag is the given one), which is what fences zombie tasks;
 * every backend error surfaces as :class:`StorageError` (``retriable`` says whether trying again
   may help) or :class:`PreconditionFailed`, never as a raw ``botocore``/``OSError`` exception.
+
+A backend whose staging disk is not its target (S3) also offers multipart uploads
+(:attr:`Storage.supports_streaming`), so a large file can go up part by part while it is written
+(:mod:`sink.commit.parts`) instead of being staged whole on local disk.
 """
 
 from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import BinaryIO, ClassVar
 
 from kcql.errors import SinkError
 
 __all__ = [
+    "MultipartUpload",
     "ObjectInfo",
     "ObjectNotFound",
     "PreconditionFailed",
@@ -61,6 +66,14 @@ class ObjectInfo:
     key: str
     size: int
     etag: str
+
+
+@dataclass(frozen=True, slots=True)
+class MultipartUpload:
+    """One multipart upload that was started and neither completed nor aborted."""
+
+    key: str
+    upload_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +159,38 @@ class Storage(ABC):
     @abstractmethod
     def list(self, bucket: str, prefix: str = "") -> Iterator[ObjectInfo]:
         """Every object whose key starts with ``prefix``, in key order."""
+
+    # -- multipart uploads (streamed staging files); only where supports_streaming ------------------
+
+    supports_streaming: bool = False
+    """True when the multipart methods below work. A backend on the staging disk itself (local)
+    gains nothing from streaming and leaves them unimplemented."""
+
+    def create_multipart(self, bucket: str, key: str) -> str:
+        """Start a multipart upload to ``key``; returns its upload id. Nothing is visible at ``key``
+        until :meth:`complete_multipart`."""
+        raise StorageError(f"{type(self).__name__} does not stream uploads ({self.uri(bucket, key)})")
+
+    def upload_part(
+        self, bucket: str, key: str, upload_id: str, number: int, data: BinaryIO, size: int
+    ) -> str:
+        """Upload part ``number`` (1-based) of ``size`` bytes read from ``data``; returns its etag.
+        Every part but the last must be at least 5 MiB (S3's rule)."""
+        raise StorageError(f"{type(self).__name__} does not stream uploads ({self.uri(bucket, key)})")
+
+    def complete_multipart(
+        self, bucket: str, key: str, upload_id: str, parts: Sequence[tuple[int, str]]
+    ) -> str:
+        """Assemble ``parts`` (number, etag) into the object at ``key``; returns the object's etag."""
+        raise StorageError(f"{type(self).__name__} does not stream uploads ({self.uri(bucket, key)})")
+
+    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+        """Drop an incomplete upload and its parts; an unknown (already finished) upload succeeds."""
+        raise StorageError(f"{type(self).__name__} does not stream uploads ({self.uri(bucket, key)})")
+
+    def list_multipart_uploads(self, bucket: str, prefix: str) -> Iterator[MultipartUpload]:
+        """The incomplete uploads whose key starts with ``prefix`` (none where nothing streams)."""
+        return iter(())
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections."""

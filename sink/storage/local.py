@@ -83,6 +83,8 @@ class LocalStorage(Storage):
     """Buckets are directories under ``root``; keys are ``/``-separated relative paths."""
 
     supports_conditional_writes = True
+    supports_streaming = False
+    """Staging and target share the disk: streaming parts would not free any of it."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()

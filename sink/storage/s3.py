@@ -6,6 +6,9 @@
   5xx) with ``connect.s3.http.max.retries``; timeouts from ``connect.s3.http.*.timeout``.
 * Large files go up as multipart uploads (``TransferConfig``), so no single request carries a
   whole 500 MB file and a failed part is retried alone.
+* Files streamed while they are written (:mod:`sink.commit.parts`) use the multipart calls
+  directly (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload,
+  ListMultipartUploads), errors mapped like every other call.
 * Conditional writes use ``IfNoneMatch``/``IfMatch`` on ``PutObject`` and ``CopySourceIfMatch`` on
   ``CopyObject`` (supported by AWS since 2024 and by SeaweedFS; tested against SeaweedFS).
 """
@@ -13,9 +16,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import boto3
 from boto3.exceptions import S3UploadFailedError
@@ -35,6 +38,7 @@ from sink.config.buckets import bucket_name_problem
 from sink.config.secrets import HIDDEN
 from sink.config.settings import S3Settings
 from sink.storage.base import (
+    MultipartUpload,
     ObjectInfo,
     ObjectNotFound,
     PreconditionFailed,
@@ -50,7 +54,7 @@ __all__ = ["S3Storage"]
 log = logging.getLogger(__name__)
 
 _PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
-_NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
+_NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchUpload"}
 _TRANSIENT_CODES = {
     "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed",
     "InternalError", "ServiceUnavailable", "OperationAborted",
@@ -249,6 +253,47 @@ class S3Storage(Storage):
             for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
                 for item in page.get("Contents", []):
                     yield ObjectInfo(str(item["Key"]), int(item["Size"]), str(item.get("ETag", "")))
+
+    supports_streaming = True
+
+    def create_multipart(self, bucket: str, key: str) -> str:
+        with map_exceptions(f"start multipart upload {self.uri(bucket, key)}", _classify):
+            response = self._client.create_multipart_upload(Bucket=bucket, Key=key)
+        return str(response["UploadId"])
+
+    def upload_part(
+        self, bucket: str, key: str, upload_id: str, number: int, data: BinaryIO, size: int
+    ) -> str:
+        with map_exceptions(f"upload part {number} of {self.uri(bucket, key)}", _classify):
+            response = self._client.upload_part(
+                Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data, ContentLength=size
+            )
+        return str(response["ETag"])
+
+    def complete_multipart(
+        self, bucket: str, key: str, upload_id: str, parts: Sequence[tuple[int, str]]
+    ) -> str:
+        with map_exceptions(f"complete multipart upload {self.uri(bucket, key)}", _classify):
+            self._client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=upload_id,
+                MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etag} for n, etag in parts]},
+            )
+            # the etag a later CopySourceIfMatch compares with: the stored object's, as HEAD gives it
+            return str(self._client.head_object(Bucket=bucket, Key=key)["ETag"])
+
+    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+        try:
+            with map_exceptions(f"abort multipart upload {self.uri(bucket, key)}", _classify):
+                self._client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+        except ObjectNotFound:
+            pass  # already completed or aborted
+
+    def list_multipart_uploads(self, bucket: str, prefix: str) -> Iterator[MultipartUpload]:
+        paginator = self._client.get_paginator("list_multipart_uploads")
+        with map_exceptions(f"list multipart uploads {self.uri(bucket, prefix)}", _classify):
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+                for item in page.get("Uploads", []):
+                    yield MultipartUpload(str(item["Key"]), str(item["UploadId"]))
 
     def close(self) -> None:
         self._client.close()

@@ -48,7 +48,8 @@ from kcql.model import SinkPlan
 from kcql.routing import plan_for_topic
 from partitioners import Partitioner, object_key
 from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
-from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key
+from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key, temp_prefix
+from sink.commit.parts import StreamingUpload
 from sink.commit.queue import CommitJob, CommitQueue
 from sink.commit.staging import StagingArea
 from sink.config.settings import ConnectorSettings, parse_settings, with_connector_padding
@@ -99,6 +100,10 @@ class SinkTask:
             consuming. Off for direct callers, which expect a full file to be committed when
             ``put`` returns; the runtime turns it on. A failure is raised by a later ``put``,
             naming the partition to rewind (``exc.partitions``).
+        streaming_uploads: on storage that supports it (S3), files go up part by part
+            (``connect.s3.multipart.part.size``) while they are written, so local staging holds
+            about one part per open file (:mod:`sink.commit.parts`). On by default; turning it
+            off (before ``open``) stages files whole, as before.
     """
 
     def __init__(self, observer: SinkObserver = NO_OBSERVER) -> None:
@@ -107,6 +112,7 @@ class SinkTask:
         self.settings: ConnectorSettings | None = None
         self.observer = observer
         self.background_commits = False
+        self.streaming_uploads = True
         self._pruning = False
         """True while :meth:`_commit_oldest` commits files, so the commits it makes do not re-enter it."""
         self.files_committed = 0
@@ -406,7 +412,7 @@ class SinkTask:
         tp = TopicPartition(key[0], key[1])
         writer = PartitionWriter(
             key, plan, statement.format, self._staging.new_file(tp, statement.format.extension),
-            statement.policy, time.monotonic(),
+            statement.policy, time.monotonic(), self._streaming_upload(plan, tp),
         )
         self._pool.add(writer)
         return writer
@@ -421,13 +427,13 @@ class SinkTask:
         if not budget:
             return
         writers = [w for w in self._pool.all() if not w.finished and w.record_count]
-        total = sum(w.bytes_written for w in writers)
+        total = sum(w.local_bytes for w in writers)  # a streamed file's uploaded parts are not local
         if total <= budget:
             return
-        for writer in sorted(writers, key=lambda w: w.bytes_written, reverse=True):
+        for writer in sorted(writers, key=lambda w: w.local_bytes, reverse=True):
             if total <= budget * 3 // 4:
                 break
-            total -= writer.bytes_written
+            total -= writer.local_bytes
             self._commit_writer(writer, "staging budget")
 
     # -- committing ------------------------------------------------------------------------------
@@ -487,7 +493,9 @@ class SinkTask:
         meta = writer.meta()
         final_key = object_key(writer.plan, meta)
         started = time.perf_counter()
-        if state.index is not None:
+        if writer.streamed:
+            self._commit_streamed(state, writer, final_key, meta.last_offset, committed_after)
+        elif state.index is not None:
             self._committer.commit_exactly_once(
                 state.index, writer.staging_path, final_key, writer.path, meta.last_offset, committed_after
             )
@@ -498,6 +506,36 @@ class SinkTask:
             state.tp, final_key, meta.record_count, writer.bytes_written, time.perf_counter() - started
         )
         return True
+
+    # -- streamed files (sink.commit.parts) --------------------------------------------------------
+
+    def _streaming_upload(self, plan: SinkPlan, tp: TopicPartition) -> StreamingUpload | None:
+        """The part sink for a new file of ``tp``, when files stream (S3, :attr:`streaming_uploads`)."""
+        storage, settings = self._storage, self.settings
+        if not (self.streaming_uploads and storage is not None and settings is not None):
+            return None
+        if not storage.supports_streaming:
+            return None
+        part_size = settings.storage.s3.multipart_chunk
+        state = self._partitions.get(tp)
+        # the bucket the commit copies within: the index's with exactly-once, as commit_exactly_once
+        bucket = state.index.bucket if state is not None and state.index is not None else plan.bucket
+        return StreamingUpload(storage, bucket, temp_prefix(settings.name, tp), part_size)
+
+    def _commit_streamed(
+        self, state: _PartitionState, writer: PartitionWriter, final_key: str, last_offset: int,
+        committed_after: int,
+    ) -> None:
+        """Complete the file's upload (its rest is the last part), then commit it from its temporary key."""
+        assert self._committer is not None and writer.upload is not None  # noqa: S101
+        temp_key, etag = writer.upload.complete(writer.staging_path)
+        if state.index is not None:
+            self._committer.commit_uploaded(
+                state.index, temp_key, etag, final_key, writer.path, last_offset, committed_after
+            )
+        else:
+            self._committer.commit_uploaded_direct(writer.upload.bucket, temp_key, etag, final_key)
+        writer.upload.committed = True
 
     def _reap(self, done: list[CommitJob[PartitionWriter]] | None = None) -> None:
         """Account for the background commits that are done."""

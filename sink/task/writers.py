@@ -28,6 +28,7 @@ from sink.task.descriptors import DescriptorBudget
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
+    from sink.commit.parts import StreamingUpload
     from sink.task.flush_policy import FlushPolicy, FlushReason
 
 __all__ = ["TOPIC_SEPARATOR", "PartitionWriter", "WriterKey", "WriterPool", "writer_slot"]
@@ -53,19 +54,21 @@ class PartitionWriter:
 
     __slots__ = (
         "_format_writer", "extension", "finished", "first_offset", "key", "last_offset", "max_ts",
-        "min_ts", "opened_at", "plan", "policy", "staging_path",
+        "min_ts", "opened_at", "plan", "policy", "staging_path", "upload",
     )
 
     def __init__(
         self, key: WriterKey, plan: SinkPlan, file_format: FileFormat, staging_path: Path,
-        policy: FlushPolicy, now: float,
+        policy: FlushPolicy, now: float, upload: StreamingUpload | None = None,
     ) -> None:
         self.key = key
         self.plan = plan
         self.policy = policy
         self.staging_path = staging_path
         self.extension = file_format.extension
-        self._format_writer = file_format.open(staging_path)
+        self.upload = upload
+        """Where full parts of the file go while it is written (:mod:`sink.commit.parts`), if anywhere."""
+        self._format_writer = file_format.open(staging_path, upload)
         self.opened_at = now
         self.first_offset: int | None = None
         self.last_offset = -1
@@ -101,6 +104,17 @@ class PartitionWriter:
     @property
     def bytes_written(self) -> int:
         return self._format_writer.bytes_written
+
+    @property
+    def streamed(self) -> bool:
+        """Whether parts of the file went up (or were tried): it must be committed from its upload,
+        whose :meth:`~sink.commit.parts.StreamingUpload.complete` refuses a file that lost a part."""
+        return self.upload is not None and (self.upload.started or self.upload.failed is not None)
+
+    @property
+    def local_bytes(self) -> int:
+        """Bytes of the file still on local disk (all of them unless it streams)."""
+        return self.bytes_written - (self.upload.uploaded if self.upload is not None else 0)
 
     def append(self, batch: RecordBatch) -> int:
         """Append a prefix of ``batch`` (see :meth:`FormatWriter.append`); returns how many.
@@ -149,6 +163,8 @@ class PartitionWriter:
             with contextlib.suppress(Exception):
                 self._format_writer.abort()
             self.finished = True
+        if self.upload is not None:
+            self.upload.discard()  # aborts what went up, unless the file was committed from it
         with contextlib.suppress(OSError):
             self.staging_path.unlink()
 
