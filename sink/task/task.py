@@ -5,7 +5,9 @@
 consumer loop; tests drive it directly. What each call guarantees:
 
 * ``open`` takes ownership of each partition's exactly-once index (fencing the previous owner),
-  finishes or rolls back an interrupted commit, and returns the offset to consume from.
+  finishes or rolls back an interrupted commit (or, for an announced conditional commit whose file
+  is missing, owes it: the replay re-produces exactly that file, see :meth:`SinkTask._write_owed`),
+  and returns the offset to consume from.
 * ``put`` takes one :class:`~sink.records.batch.RecordBatch` (records of one topic partition).
   The statement's partitioner cuts it into slices, one per partition path, and each slice is
   appended to the open file of its (topic, partition, path), which commits when flush.count or
