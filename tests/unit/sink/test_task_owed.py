@@ -198,3 +198,15 @@ def test_index_keeps_committed_offset_below_an_owed_file() -> None:
     copy_pending = PendingCommit(".temp-upload/x", "f", 9, "p", '"e"', 7)
     legacy = IndexState(owner="me", pending=copy_pending)
     assert IndexState.from_bytes(legacy.to_bytes(), "x") == legacy
+
+
+def test_auto_is_conditional_only_where_the_store_enforces_conditional_writes(tmp_path: Path) -> None:
+    from sink.commit.committer import Committer
+    from sink.storage.local import LocalStorage
+
+    strong = LocalStorage(tmp_path)
+    assert Committer(strong, "c").protocol == "conditional"
+    assert Committer(strong, "c", "copy").protocol == "copy"
+    weak = LocalStorage(tmp_path)
+    weak.supports_conditional_writes = False
+    assert Committer(weak, "c").protocol == "copy"
