@@ -245,7 +245,9 @@ class SinkTask:
                 return False
             path, _ = next(state.partitioner.split(batch))  # one slice: the batch itself
             writer = self._pool.get((batch.topic, batch.partition, path))
-            if writer is None or writer.finished or len(batch) > writer.policy.room(writer.record_count):
+            if writer is None or writer.finished or writer.holds_owed_file:
+                return False
+            if len(batch) > writer.policy.room(writer.record_count):
                 return False
             return writer.prefetch(batch)
 
