@@ -6,8 +6,8 @@ SIGTERM. Kill moments are random times after start (before assignment, mid-batch
 and, on S3, also *in-flight* requests: the fault proxy parks a file's upload (to ``.temp-upload/``
 in the copy protocol, straight to its final key in the conditional one) or an index write (a
 commit step) and the harness kills the sink while that request hangs. Then it drops it, as the
-socket of a dead process would be, or (every other upload kill) forwards it a few seconds later,
-while the next run recovers: a zombie's upload landing after its successor took over.
+socket of a dead process would be, or (half of the upload kills, at random) forwards it a few
+seconds later, while the next run recovers: a zombie's upload landing after its successor took over.
 
 The verdict comes from :mod:`chaos.reader` (an independent read of the storage) against the
 broker's watermarks: every (topic, partition, offset) exactly once.
@@ -292,7 +292,7 @@ def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | No
         early = proc.poll()
         _kill_group(proc)
         if rule is not None and s3 is not None:
-            late = mode == "upload" and (i // 3) % 2 == 1 and rule.hit.is_set()
+            late = mode == "upload" and rule.hit.is_set() and rng.random() < 0.5
             if late:  # the dead task's upload reaches the store while the next run recovers
                 mode = "late-upload"
                 threading.Timer(rng.uniform(1.0, 5.0), rule.release.set).start()
