@@ -1,7 +1,9 @@
 """``python -m chaos`` (``make chaos``): the full crash-chaos matrix against real servers.
 
 Starts one Tansu broker and one SeaweedFS (stopped by PID at the end), runs every cell of
-flush {count, size, interval} x storage {local, s3} x {default layout, PARTITIONBY}, plus the
+flush {count, size, interval} x storage {local, s3} x {default layout, PARTITIONBY} with the
+default commit protocol (conditional on both), the S3 cells again with ``--protocols`` (default:
+``copy``, the weaker mode's upload-copy-delete), plus the
 headline cell (S3, PARTITIONBY, count flush) with ``--records`` records and ``--kills`` kills,
 prints a summary table and writes it to ``chaos/results/latest.json``. Exit status 1 if any
 cell lost, duplicated or invented a record.
@@ -29,6 +31,10 @@ log = logging.getLogger("chaos")
 RESULTS = REPO / "chaos" / "results" / "latest.json"
 
 
+def _in_flight(row: dict[str, Any]) -> int:
+    return sum(row["kills"].get(k, 0) for k in ("upload", "late-upload", "index"))
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """The summary as a fixed-width text table."""
     head = ("cell", "records", "kills", "in-flight", "checked", "lost", "dup", "files", "exit", "s", "ok")
@@ -37,7 +43,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             r["cell"],
             r["records"],
             sum(v for k, v in r["kills"].items() if k != "exited-before-kill"),
-            r["kills"].get("upload", 0) + r["kills"].get("index", 0),
+            _in_flight(r),
             r["checked"],
             r["lost"],
             r["duplicated"] + r["unexpected"],
@@ -60,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cell-records", type=int, default=20_000, help="records of each matrix cell")
     parser.add_argument("--cell-kills", type=int, default=4, help="SIGKILLs in each matrix cell")
     parser.add_argument("--no-matrix", action="store_true", help="only the headline cell")
+    parser.add_argument(
+        "--protocols", default="copy",
+        help="commit protocols to run the S3 cells with besides the default (comma-separated; '' for none)",
+    )
+    parser.add_argument("--only", default="", help="run only the matrix cells whose name contains this")
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -80,9 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     ]
     if not args.no_matrix:
-        for i, (flush, storage, pby) in enumerate(
-            itertools.product(("count", "size", "interval"), ("local", "s3"), (False, True))
-        ):
+        cells = [
+            (protocol, flush, storage, pby)
+            for protocol in ("auto", *filter(None, args.protocols.split(",")))
+            for flush, storage, pby in itertools.product(
+                ("count", "size", "interval"), ("local", "s3"), (False, True)
+            )
+            if protocol == "auto" or storage == "s3"
+        ]
+        for i, (protocol, flush, storage, pby) in enumerate(cells):
             scenarios.append(
                 Scenario(
                     flush=flush,
@@ -92,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
                     kills=args.cell_kills,
                     kill_window=(1.5, 7.0),
                     seed=args.seed + i + 1,
+                    protocol=protocol,
                 )
             )
+        if args.only:
+            scenarios = [s for s in scenarios if args.only in s.name]
 
     began = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
@@ -120,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "totals": {
             "cells": len(rows),
             "faults_injected": sum(r["faults_injected"] for r in rows),
-            "in_flight_kills": sum(r["kills"].get("upload", 0) + r["kills"].get("index", 0) for r in rows),
+            "in_flight_kills": sum(_in_flight(r) for r in rows),
             "records_checked": sum(r["checked"] for r in rows),
             "lost": sum(r["lost"] for r in rows),
             "duplicated": sum(r["duplicated"] for r in rows),

@@ -209,6 +209,15 @@ CORPUS: tuple[BrokenConfig, ...] = (
         "eos-text", {"connect.s3.exactly.once.enable": "sorta"}, names=("connect.s3.exactly.once.enable",)
     ),
     BrokenConfig(
+        "commit-protocol-unknown", {"connect.s3.commit.protocol": "fast"},
+        names=("connect.s3.commit.protocol",),
+    ),
+    BrokenConfig(
+        "commit-protocol-needs-conditional",
+        {"connect.s3.commit.protocol": "conditional", "connect.s3.conditional.writes": "false"},
+        names=("connect.s3.commit.protocol",),
+    ),
+    BrokenConfig(
         "index-name-visible", {"connect.s3.indexes.name": "indexes"}, names=("connect.s3.indexes.name",)
     ),
     # --- S3 keys (the secret must never be echoed) ---------------------------------------------

@@ -3,9 +3,11 @@
 One :class:`Scenario` = one topic, one connector, ``kills`` SIGKILLs of the whole process group
 (the runner and any task children), then a final run that drains the topic and is stopped with
 SIGTERM. Kill moments are random times after start (before assignment, mid-batch, mid-flush)
-and, on S3, also *in-flight* requests: the fault proxy parks an upload to ``.temp-upload/`` or an
-index write (the commit step) and the harness kills the sink while that request hangs, then
-drops it, as the socket of a dead process would be.
+and, on S3, also *in-flight* requests: the fault proxy parks a file's upload (to ``.temp-upload/``
+in the copy protocol, straight to its final key in the conditional one) or an index write (a
+commit step) and the harness kills the sink while that request hangs. Then it drops it, as the
+socket of a dead process would be, or (half of the upload kills, at random) forwards it a few
+seconds later, while the next run recovers: a zombie's upload landing after its successor took over.
 
 The verdict comes from :mod:`chaos.reader` (an independent read of the storage) against the
 broker's watermarks: every (topic, partition, offset) exactly once.
@@ -21,6 +23,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -47,6 +50,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+UPLOAD_PATH = r"/(\.temp-upload|data)/"
+"""A file's upload: to a temporary key (copy protocol) or straight to its final key (conditional);
+an S3 copy is a PUT to the final key too."""
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -82,6 +89,7 @@ class Scenario:
     kills: int = 3
     kill_window: tuple[float, float] = (1.0, 8.0)
     inflight_kills: bool = True  # S3 only: some kills while an upload / index write is parked
+    protocol: str = "auto"  # connect.s3.commit.protocol: auto (conditional here) | conditional | copy
     drain_timeout: float = 300.0
     seed: int = 0
     name: str = field(default="")
@@ -89,7 +97,8 @@ class Scenario:
     def __post_init__(self) -> None:
         if not self.name:
             pb = "partitionby" if self.partition_by else "default"
-            self.name = f"{self.storage}-{self.flush}-{pb}"
+            protocol = "" if self.protocol == "auto" else f"-{self.protocol}"
+            self.name = f"{self.storage}-{self.flush}-{pb}{protocol}"
 
     def kcql(self, topic: str) -> str:
         flush = {
@@ -208,6 +217,7 @@ def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = 
         "value.converter.schemas.enable": "false",
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "connect.s3.local.tmp.directory": str(work / "staging"),
+        "connect.s3.commit.protocol": scn.protocol,
         **FAST_CONSUMER,
     }
     bucket = "chaos"
@@ -268,7 +278,7 @@ def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | No
         rule: Rule | None = None
         if scn.storage == "s3" and s3 is not None and scn.inflight_kills and i % 3 != 0:
             mode = "upload" if i % 3 == 1 else "index"
-            path = r"/\.temp-upload/" if mode == "upload" else r"/\.indexes/"
+            path = UPLOAD_PATH if mode == "upload" else r"/\.indexes/"
             rule = s3.proxy.add(
                 Rule("hold", method="PUT", path=rf"^/{bucket}{path}", skip=rng.randint(0, 3), delay=60)
             )
@@ -282,8 +292,13 @@ def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | No
         early = proc.poll()
         _kill_group(proc)
         if rule is not None and s3 is not None:
-            rule.drop = True
-            rule.release.set()
+            late = mode == "upload" and rule.hit.is_set() and rng.random() < 0.5
+            if late:  # the dead task's upload reaches the store while the next run recovers
+                mode = "late-upload"
+                threading.Timer(rng.uniform(1.0, 5.0), rule.release.set).start()
+            else:
+                rule.drop = True
+                rule.release.set()
             s3.proxy.clear()
         if early is not None:
             kinds["exited-before-kill"] += 1

@@ -21,6 +21,10 @@ Faults (``Rule.action``):
 
 A rule matches on method and a regular expression searched in the path with its query string,
 skips its first ``skip`` matches and fires ``times`` times (``-1``: forever).
+
+Every request is also counted by S3 operation (:func:`s3_operation`: ``PutObject``,
+``CopyObject``, ``HeadObject``, ``ListObjectsV2``, ...) and bucket in ``FaultProxy.operations``,
+which is how ``bench/s3_requests.py`` measures what a commit protocol costs.
 """
 
 from __future__ import annotations
@@ -37,9 +41,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["ACTIONS", "FaultProxy", "Rule"]
+__all__ = ["ACTIONS", "FaultProxy", "Rule", "s3_operation"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,44 @@ _ERROR_BODIES = {
         b"<Message>We encountered an internal error. Please try again.</Message></Error>"
     ),
 }
+
+
+def s3_operation(method: str, target: str, headers: Any) -> tuple[str, str]:
+    """``(bucket, S3 operation)`` of a path-style request, e.g. ``("b", "CopyObject")``.
+
+    ``target`` is the request target (path and query); ``headers`` anything with ``.get``. The
+    operation names are the S3 API's, so they map onto its price list (PUT, COPY, POST, LIST vs
+    GET and the rest).
+    """
+    parts = urlsplit(target)
+    segments = unquote(parts.path).lstrip("/").split("/", 1)
+    bucket = segments[0]
+    has_key = len(segments) == 2 and segments[1] != ""
+    query = parse_qs(parts.query, keep_blank_values=True)
+    if method == "PUT":
+        if not has_key:
+            return bucket, "CreateBucket"
+        copy = headers.get("x-amz-copy-source") is not None
+        if "partNumber" in query:
+            return bucket, "UploadPartCopy" if copy else "UploadPart"
+        return bucket, "CopyObject" if copy else "PutObject"
+    if method == "POST":
+        if "uploads" in query:
+            return bucket, "CreateMultipartUpload"
+        if "uploadId" in query:
+            return bucket, "CompleteMultipartUpload"
+        return bucket, "DeleteObjects" if "delete" in query else "PostObject"
+    if method == "GET":
+        if not has_key:
+            return bucket, "ListObjectsV2" if query.get("list-type") == ["2"] else "ListObjects"
+        return bucket, "ListParts" if "uploadId" in query else "GetObject"
+    if method == "HEAD":
+        return bucket, "HeadObject" if has_key else "HeadBucket"
+    if method == "DELETE":
+        if "uploadId" in query:
+            return bucket, "AbortMultipartUpload"
+        return bucket, "DeleteObject" if has_key else "DeleteBucket"
+    return bucket, method
 
 
 @dataclass
@@ -123,8 +165,8 @@ class FaultProxy:
     """A threaded forwarding proxy on 127.0.0.1 (free port) in front of ``upstream``.
 
     Use as a context manager or call :meth:`start`/:meth:`stop`. ``url`` is what the sink's
-    ``connect.s3.custom.endpoint`` should be. ``injected`` counts faults by action and
-    ``requests`` counts forwarded requests by method.
+    ``connect.s3.custom.endpoint`` should be. ``injected`` counts faults by action,
+    ``requests`` requests by method and ``operations`` by ``(bucket, S3 operation)``.
     """
 
     def __init__(self, upstream: str) -> None:
@@ -136,6 +178,9 @@ class FaultProxy:
         self.rules: list[Rule] = []
         self.injected: Counter[str] = Counter()
         self.requests: Counter[str] = Counter()
+        self.operations: Counter[tuple[str, str, str]] = Counter()
+        """Requests by ``(bucket, area, S3 operation)``; area: ``bucket`` (no key), ``index``
+        (``.indexes/``), ``temp`` (``.temp-upload/``), ``hidden`` (another dot folder) or ``data``."""
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -186,6 +231,26 @@ class FaultProxy:
         with self.lock:
             self.rules.clear()
 
+    def count(self, method: str, target: str, headers: Any) -> None:
+        """Count one request by bucket, key area and S3 operation (see :func:`s3_operation`)."""
+        bucket, operation = s3_operation(method, target, headers)
+        key = unquote(urlsplit(target).path).lstrip("/").partition("/")[2]
+        area = (
+            "bucket" if not key else "index" if key.startswith(".indexes/")
+            else "temp" if key.startswith(".temp-upload/") else "hidden" if key.startswith(".") else "data"
+        )
+        with self.lock:
+            self.operations[(bucket, area, operation)] += 1
+
+    def operations_of(self, bucket: str, *, by_area: bool = False) -> Counter[str]:
+        """Requests that reached ``bucket`` so far, by S3 operation (``by_area``: ``area:operation``)."""
+        out: Counter[str] = Counter()
+        with self.lock:
+            for (b, area, op), n in self.operations.items():
+                if b == bucket:
+                    out[f"{area}:{op}" if by_area else op] += n
+        return out
+
     def pick(self, method: str, path: str) -> Rule | None:
         with self.lock:
             self.requests[method] += 1
@@ -220,6 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         method = self.command
         body = self._read_body()
+        self.owner.count(method, self.path, self.headers)
         rule = self.owner.pick(method, self.path)
         action = rule.action if rule else None
         if rule is not None and action == "latency":

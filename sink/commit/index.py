@@ -6,8 +6,10 @@ The storage, not Kafka, is the source of truth for what has been committed. The 
     {"version": 1, "owner": "<task uuid>", "epoch": 7,
      "committedOffset": 41,                 # every record <= 41 is in a committed file (or skipped)
      "paths": {"date=2024/…": 57},          # writers that committed ahead of committedOffset
-     "pending": null | {"tempKey": …, "finalKey": …, "lastOffset": …, "path": …, "etag": …,
-                        "committedAfter": …}}
+     "pending": null | {"finalKey": …, "path": …, "firstOffset": …, "lastOffset": …,
+                        "committedAfter": …,
+                        "tempKey": …, "etag": …},   # only the copy protocol's pending has these
+     "owed": [{pending}, …]}                 # conditional pendings to re-produce (roll forward)
 
 Every write is conditional on the etag of our own last read or write (``If-Match``), and taking a
 partition over bumps ``epoch`` and ``owner`` with such a write, so the previous owner's cached
@@ -65,27 +67,47 @@ class FencedError(SinkError):
 
 @dataclass(frozen=True, slots=True)
 class PendingCommit:
-    """A file uploaded to ``temp_key`` that is being moved to ``final_key``."""
+    """A file being committed to ``final_key``.
 
-    temp_key: str
+    Copy protocol: uploaded to ``temp_key`` (with ``etag``) and being copied to ``final_key``.
+    Conditional protocol (``temp_key`` is ``None``): announced before it is PUT straight to
+    ``final_key`` with ``If-None-Match``; it holds exactly the records of ``path`` with offsets in
+    ``(skip threshold, last_offset]``, the first of them at ``first_offset``.
+    """
+
+    temp_key: str | None
     final_key: str
     last_offset: int
     path: str
-    etag: str
+    etag: str | None
     committed_after: int
     """The partition's ``committedOffset`` once this commit is done (computed when it began)."""
+    first_offset: int | None = None
+
+    @property
+    def conditional(self) -> bool:
+        """Whether this is the conditional protocol's pending (no temporary upload to copy)."""
+        return self.temp_key is None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "tempKey": self.temp_key, "finalKey": self.final_key, "lastOffset": self.last_offset,
-            "path": self.path, "etag": self.etag, "committedAfter": self.committed_after,
+        doc: dict[str, Any] = {
+            "finalKey": self.final_key, "path": self.path, "lastOffset": self.last_offset,
+            "committedAfter": self.committed_after,
         }
+        if self.first_offset is not None:
+            doc["firstOffset"] = self.first_offset
+        if self.temp_key is not None:
+            doc["tempKey"] = self.temp_key
+            doc["etag"] = self.etag
+        return doc
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PendingCommit:
+        temp, etag, first = data.get("tempKey"), data.get("etag"), data.get("firstOffset")
         return cls(
-            str(data["tempKey"]), str(data["finalKey"]), int(data["lastOffset"]), str(data["path"]),
-            str(data["etag"]), int(data["committedAfter"]),
+            None if temp is None else str(temp), str(data["finalKey"]), int(data["lastOffset"]),
+            str(data["path"]), None if etag is None else str(etag), int(data["committedAfter"]),
+            None if first is None else int(first),
         )
 
 
@@ -98,6 +120,10 @@ class IndexState:
     committed_offset: int | None = None
     paths: dict[str, int] = field(default_factory=dict)
     pending: PendingCommit | None = None
+    owed: tuple[PendingCommit, ...] = ()
+    """Conditional-protocol files whose commit was announced but whose final key was missing when
+    a task recovered: they cannot be rolled back (a zombie may still PUT them), so the replay
+    re-produces each exactly and PUTs it under its ``final_key`` (see ``docs/exactly-once.md``)."""
 
     VERSION: ClassVar[int] = 1
 
@@ -106,14 +132,30 @@ class IndexState:
         base = -1 if self.committed_offset is None else self.committed_offset
         return max(base, self.paths.get(path, -1))
 
-    def after_commit(self, path: str, last_offset: int, committed_after: int) -> IndexState:
-        """The state once a file of ``path`` ending at ``last_offset`` is committed."""
+    def after_commit(
+        self, path: str, last_offset: int, committed_after: int, final_key: str | None = None
+    ) -> IndexState:
+        """The state once a file of ``path`` ending at ``last_offset`` is committed: ``pending``
+        cleared, and the owed file ``final_key`` (if it is one) no longer owed.
+
+        ``committedOffset`` never reaches the first offset of a file still owed: its records are
+        not stored yet, and the replay that re-produces it starts at ``committedOffset + 1``.
+        """
+        owed = tuple(o for o in self.owed if o.final_key != final_key)
         committed = max(committed_after, -1 if self.committed_offset is None else self.committed_offset)
+        firsts = [o.first_offset for o in owed if o.first_offset is not None]
+        if firsts:
+            committed = min(committed, min(firsts) - 1)
         paths = dict(self.paths)
         paths[path] = max(paths.get(path, -1), last_offset)
         paths = {p: off for p, off in paths.items() if off > committed}
         new_committed = committed if committed >= 0 else None
-        return replace(self, committed_offset=new_committed, paths=paths, pending=None)
+        return replace(self, committed_offset=new_committed, paths=paths, pending=None, owed=owed)
+
+    def owing(self, pending: PendingCommit) -> IndexState:
+        """The state once ``pending`` (conditional, final key missing) must be re-produced."""
+        owed = (*(o for o in self.owed if o.final_key != pending.final_key), pending)
+        return replace(self, pending=None, owed=owed)
 
     def to_bytes(self) -> bytes:
         return json.dumps(
@@ -121,6 +163,7 @@ class IndexState:
                 "version": self.VERSION, "owner": self.owner, "epoch": self.epoch,
                 "committedOffset": self.committed_offset, "paths": self.paths,
                 "pending": None if self.pending is None else self.pending.to_json(),
+                **({"owed": [o.to_json() for o in self.owed]} if self.owed else {}),
             },
             sort_keys=True,
         ).encode("utf-8")
@@ -137,6 +180,7 @@ class IndexState:
                 committed_offset=None if committed is None else int(committed),
                 paths={str(k): int(v) for k, v in (doc.get("paths") or {}).items()},
                 pending=None if pending is None else PendingCommit.from_json(pending),
+                owed=tuple(PendingCommit.from_json(o) for o in doc.get("owed") or ()),
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise SinkError(

@@ -157,6 +157,11 @@ class ExactlyOnceSettings:
 
     enabled: bool = True
     indexes_name: str = DEFAULT_INDEXES_NAME
+    commit_protocol: Literal["auto", "conditional", "copy"] = "auto"
+    """``connect.s3.commit.protocol``: ``conditional`` PUTs each file straight to its final key
+    with ``If-None-Match`` (3 requests per file), ``copy`` uploads to a temporary key and copies it
+    (the weaker mode's protocol, 6 requests on S3), ``auto`` picks conditional when the store
+    enforces conditional writes (docs/exactly-once.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +284,16 @@ def _parse_exactly_once(reader: SettingsReader) -> ExactlyOnceSettings:
         )
         name = DEFAULT_INDEXES_NAME
     enabled = reader.boolean("connect.s3.exactly.once.enable", True)
-    return ExactlyOnceSettings(enabled=enabled, indexes_name=name)
+    protocol = reader.choice("connect.s3.commit.protocol", ("auto", "conditional", "copy"), "auto")
+    if protocol == "conditional" and not reader.boolean("connect.s3.conditional.writes", True):
+        reader.problem(
+            "connect.s3.commit.protocol", protocol,
+            "needs conditional writes (If-None-Match), but connect.s3.conditional.writes is false; "
+            "use auto or copy",
+        )
+    return ExactlyOnceSettings(
+        enabled=enabled, indexes_name=name, commit_protocol=protocol,  # type: ignore[arg-type]
+    )
 
 
 def _parse_writers(reader: SettingsReader) -> WriterSettings:

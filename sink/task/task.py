@@ -5,7 +5,9 @@
 consumer loop; tests drive it directly. What each call guarantees:
 
 * ``open`` takes ownership of each partition's exactly-once index (fencing the previous owner),
-  finishes or rolls back an interrupted commit, and returns the offset to consume from.
+  finishes or rolls back an interrupted commit (or, for an announced conditional commit whose file
+  is missing, owes it: the replay re-produces exactly that file, see :meth:`SinkTask._write_owed`),
+  and returns the offset to consume from.
 * ``put`` takes one :class:`~sink.records.batch.RecordBatch` (records of one topic partition).
   The statement's partitioner cuts it into slices, one per partition path, and each slice is
   appended to the open file of its (topic, partition, path), which commits when flush.count or
@@ -41,14 +43,14 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kcql.errors import ConfigError, RecordError, SinkError
 from kcql.model import SinkPlan
 from kcql.routing import plan_for_topic
 from partitioners import Partitioner, object_key
-from sink.commit.committer import COMMIT_STEPS, Committer, FaultHook
-from sink.commit.index import FencedError, IndexState, PartitionIndex, index_key, temp_prefix
+from sink.commit.committer import COMMIT_STEPS, CommitError, Committer, FaultHook
+from sink.commit.index import FencedError, IndexState, PartitionIndex, PendingCommit, index_key, temp_prefix
 from sink.commit.parts import StreamingUpload
 from sink.commit.queue import CommitJob, CommitQueue
 from sink.commit.staging import StagingArea
@@ -84,6 +86,9 @@ class _PartitionState:
     live index belongs to whoever commits, see the module docstring)."""
     high: int = -1
     """Highest offset processed (written, or skipped as already committed)."""
+    owed: dict[str, PendingCommit] = field(default_factory=dict)
+    """Files the index owes, by slot, that the replay has not re-produced yet (see
+    :meth:`SinkTask._write_owed`)."""
 
     def skip_threshold(self, path: str) -> int:
         """Records of ``path`` at or below this offset are written already."""
@@ -161,7 +166,7 @@ class SinkTask:
         self._storage = create_storage(settings.storage)
         for bucket in sorted({plan.bucket for plan in self._plans}):
             self._storage.check_bucket(bucket)
-        self._committer = Committer(self._storage, settings.name)
+        self._committer = Committer(self._storage, settings.name, settings.exactly_once.commit_protocol)
         self._committer.fault_hook = self._fire_fault
         self._staging = StagingArea(settings.writers.staging_dir, settings.name, self.task_id)
         budget = process_budget()
@@ -178,7 +183,7 @@ class SinkTask:
         log.info(
             "task %s of connector %s started: %d statement(s), storage %s, exactly-once %s",
             self.task_id, settings.name, len(self._plans), self._storage,
-            "on" if settings.exactly_once.enabled else "off",
+            f"on ({self._committer.protocol} commits)" if settings.exactly_once.enabled else "off",
         )
 
     def open(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
@@ -207,6 +212,8 @@ class SinkTask:
                     committer.recover(index)
                 resumed = index.state if index else None
                 state = _PartitionState(tp, plan, self._statements[plan].partitioner, index, resumed)
+                if index is not None:
+                    state.owed = {owed.path: owed for owed in index.state.owed}
                 committed = index.state.committed_offset if index else None
                 if committed is not None:
                     state.high = committed
@@ -242,6 +249,7 @@ class SinkTask:
                 if statement.projection is not None:
                     part = statement.projection.batch(part)
                 self._write(state, plan, slot, part)
+            self._check_owed(state)
             self._enforce_staging_budget()
 
     def prefetch(self, batch: RecordBatch) -> bool:
@@ -254,7 +262,9 @@ class SinkTask:
                 return False
             path, _ = next(state.partitioner.split(batch))  # one slice: the batch itself
             writer = self._pool.get((batch.topic, batch.partition, path))
-            if writer is None or writer.finished or len(batch) > writer.policy.room(writer.record_count):
+            if writer is None or writer.finished or writer.holds_owed_file:
+                return False
+            if len(batch) > writer.policy.room(writer.record_count):
                 return False
             return writer.prefetch(batch)
 
@@ -375,6 +385,15 @@ class SinkTask:
                 writer = None
             if writer is None:
                 writer = self._open_writer(plan, key)
+            if writer.holds_owed_file:
+                taken = self._write_owed(state, writer, part)
+                if not writer.holds_owed_file:  # complete: exactly the announced file
+                    self._commit_writer(writer, "roll forward")
+                    writer = None
+                if taken == len(part):
+                    return
+                part = part.slice(taken)
+                continue
             room = writer.policy.room(writer.record_count)
             if room <= 0:
                 self._commit_writer(writer, "count", background)
@@ -404,9 +423,60 @@ class SinkTask:
                 return
             part = part.slice(taken)
 
+    def _write_owed(self, state: _PartitionState, writer: PartitionWriter, part: RecordBatch) -> int:
+        """Append the records of ``part`` that belong to the owed file ``writer`` re-produces; how many.
+
+        The index announced that file (``writer.owed``) before a crash and cannot take it back: a
+        zombie may still PUT it. So it must come out exactly as announced: the slot's records from
+        its first offset through its last, whatever the flush limits say (they do not apply), cut
+        right after the last. A replay that cannot give exactly those records (they are gone from
+        Kafka, or a transform or the format now behaves differently) is an error naming the file,
+        not a silent loss or duplicate.
+        """
+        owed = writer.owed
+        assert owed is not None  # noqa: S101 - only called for such writers
+        first = owed.first_offset
+        if writer.record_count == 0 and first is not None and part.first_offset != first:
+            raise self._owed_error(state, owed, f"its first record is now offset {part.first_offset}")
+        room = part.count_through(owed.last_offset)
+        if room == 0:
+            raise self._owed_error(state, owed, f"the next record of its path is offset {part.first_offset}")
+        chunk = part if len(part) <= room else part.slice(0, room)
+        try:
+            taken = writer.append(chunk)
+        finally:
+            if writer.last_offset >= 0:
+                state.high = max(state.high, writer.last_offset)
+        if taken < len(chunk):
+            where = chunk.offset_at(taken)
+            raise self._owed_error(state, owed, f"the format starts a new file at offset {where}")
+        if not writer.holds_owed_file:
+            state.owed.pop(writer.path, None)
+        return taken
+
+    def _check_owed(self, state: _PartitionState) -> None:
+        """Raise if the replay went past an owed file's last offset without re-producing it."""
+        for owed in state.owed.values():
+            if state.high >= owed.last_offset:
+                raise self._owed_error(state, owed, f"the replay reached offset {state.high} without it")
+
+    def _owed_error(self, state: _PartitionState, owed: PendingCommit, why: str) -> CommitError:
+        where = self._storage.uri(state.plan.bucket, owed.final_key) if self._storage else owed.final_key
+        return CommitError(
+            f"partition {state.tp}: cannot re-produce {where}, the file an interrupted commit announced "
+            f"(records {owed.first_offset}..{owed.last_offset} of path {owed.path!r}): {why}. A task "
+            "that died mid-commit may still upload it, so it cannot be rolled back; check that Kafka "
+            "still retains those offsets and that the transforms and KCQL are unchanged. To accept "
+            "that these records may be missing or stored twice, remove the entry from \"owed\" in "
+            f"{state.index.where if state.index else 'the index'} and restart"
+        )
+
     def _open_writer(self, plan: SinkPlan, key: WriterKey) -> PartitionWriter:
         while self._pool.full:
-            self._commit_writer(self._pool.least_recently_used(), "max open writers")
+            lru = self._pool.least_recently_used()
+            if lru is None:  # every open file is an owed one still being re-produced
+                break
+            self._commit_writer(lru, "max open writers")
         assert self._staging is not None  # noqa: S101
         statement = self._statements[plan]
         tp = TopicPartition(key[0], key[1])
@@ -414,6 +484,9 @@ class SinkTask:
             key, plan, statement.format, self._staging.new_file(tp, statement.format.extension),
             statement.policy, time.monotonic(), self._streaming_upload(plan, tp),
         )
+        state = self._partitions.get(tp)
+        if state is not None:
+            writer.owed = state.owed.get(key[2])
         self._pool.add(writer)
         return writer
 
@@ -426,7 +499,7 @@ class SinkTask:
         budget = self.settings.writers.staging_max_bytes if self.settings else None
         if not budget:
             return
-        writers = [w for w in self._pool.all() if not w.finished and w.record_count]
+        writers = [w for w in self._pool.all() if not w.finished and w.record_count and not w.holds_owed_file]
         total = sum(w.local_bytes for w in writers)  # a streamed file's uploaded parts are not local
         if total <= budget:
             return
@@ -440,7 +513,10 @@ class SinkTask:
 
     def _safe_offset(self, state: _PartitionState, excluding: PartitionWriter | None = None) -> int:
         """The highest offset below every record not yet committed (open files and queued ones)."""
-        firsts = [self._pool.min_first_offset(state.tp, excluding), self._queue.first_offset(state.tp)]
+        firsts = [
+            self._pool.min_first_offset(state.tp, excluding), self._queue.first_offset(state.tp),
+            *(owed.first_offset for owed in state.owed.values()),
+        ]
         known = [f for f in firsts if f is not None]
         return state.high if not known else min(known) - 1
 
@@ -453,6 +529,8 @@ class SinkTask:
         """
         if writer not in self._pool.for_partition(writer.tp):
             return  # already committed (early, by _commit_oldest) while the caller iterated a snapshot
+        if writer.holds_owed_file:
+            return  # not the announced file yet: it commits itself at its last offset
         state = self._partitions[writer.tp]
         if background and self.background_commits and not writer.finished:
             failed = self._queue.failure(state.tp)
@@ -492,12 +570,15 @@ class SinkTask:
             return False
         meta = writer.meta()
         final_key = object_key(writer.plan, meta)
+        if writer.owed is not None:  # the announced file, under the announced key, verbatim
+            final_key = writer.owed.final_key
         started = time.perf_counter()
         if writer.streamed:
             self._commit_streamed(state, writer, final_key, meta.last_offset, committed_after)
         elif state.index is not None:
             self._committer.commit_exactly_once(
-                state.index, writer.staging_path, final_key, writer.path, meta.last_offset, committed_after
+                state.index, writer.staging_path, final_key, writer.path, meta.last_offset, committed_after,
+                meta.first_offset,
             )
         else:
             self._committer.commit_direct(writer.plan.bucket, writer.staging_path, final_key)
@@ -572,7 +653,7 @@ class SinkTask:
             # recursion went past Python's stack limit (10,000 PARTITIONBY values at close)
             while state.index is not None and len(state.index.state.paths) > MAX_PATHS_AHEAD:
                 holders = [w for w in self._pool.for_partition(state.tp)
-                           if w.first_offset is not None and not w.finished]
+                           if w.first_offset is not None and not w.finished and not w.holds_owed_file]
                 if not holders:
                     break
                 self._commit_writer(min(holders, key=_first_offset), "index size")

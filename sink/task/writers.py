@@ -28,6 +28,7 @@ from sink.task.descriptors import DescriptorBudget
 
 if TYPE_CHECKING:
     from kcql.model import SinkPlan
+    from sink.commit.index import PendingCommit
     from sink.commit.parts import StreamingUpload
     from sink.task.flush_policy import FlushPolicy, FlushReason
 
@@ -54,7 +55,7 @@ class PartitionWriter:
 
     __slots__ = (
         "_format_writer", "extension", "finished", "first_offset", "key", "last_offset", "max_ts",
-        "min_ts", "opened_at", "plan", "policy", "staging_path", "upload",
+        "min_ts", "opened_at", "owed", "plan", "policy", "staging_path", "upload",
     )
 
     def __init__(
@@ -75,6 +76,16 @@ class PartitionWriter:
         self.min_ts: int | None = None
         self.max_ts: int | None = None
         self.finished = False
+        self.owed: PendingCommit | None = None
+        """The file the index owes for this slot (an interrupted conditional commit): this writer
+        re-produces it, cut exactly at its last offset and committed under its final key; no
+        flush limit applies to it (``docs/exactly-once.md``, *Rolling forward by replay*)."""
+
+    @property
+    def holds_owed_file(self) -> bool:
+        """Whether this writer re-produces an owed file that is not complete yet (nothing may
+        commit it: it would not be the announced file)."""
+        return self.owed is not None and self.last_offset < self.owed.last_offset
 
     @property
     def tp(self) -> TopicPartition:
@@ -230,8 +241,9 @@ class WriterPool:
         (a pool holding none may still open one: it has nothing to commit to make room)."""
         return len(self._lru) >= self.max_open or (self.budget.spent and bool(self._lru))
 
-    def least_recently_used(self) -> PartitionWriter:
-        return next(iter(self._lru.values()))
+    def least_recently_used(self) -> PartitionWriter | None:
+        """The least recently used writer that may be committed now (``None``: none may)."""
+        return next((w for w in self._lru.values() if not w.holds_owed_file), None)
 
     def for_partition(self, tp: TopicPartition) -> list[PartitionWriter]:
         return list(self._by_tp.get(tp, {}).values())

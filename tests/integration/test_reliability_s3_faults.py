@@ -15,9 +15,13 @@ import pytest
 from chaos.crash import S3Target, Scenario, drain, prepare, start_sink
 from chaos.proxy import FaultProxy, Rule
 
+UPLOADS = r"/(\.temp-upload|data)/"
+"""A file's upload: to a temporary key (copy protocol) or straight to its final key (conditional)."""
 
+
+@pytest.mark.parametrize("protocol", ["conditional", "copy"])
 def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
-    kafka_bootstrap, s3_endpoint, s3_client, tmp_path
+    kafka_bootstrap, s3_endpoint, s3_client, tmp_path, protocol
 ):
     with FaultProxy(s3_endpoint.url) as proxy:
         cell = prepare(
@@ -25,15 +29,17 @@ def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
             kafka_bootstrap,
             tmp_path,
             S3Target(s3_endpoint.connect_config(), s3_client, proxy),
+            **{"connect.s3.commit.protocol": protocol},
         )
         rules = [
-            proxy.add(Rule("slowdown", method="PUT", path=r"/\.temp-upload/", times=3)),
+            proxy.add(Rule("slowdown", method="PUT", path=UPLOADS, times=3)),
             proxy.add(Rule("error500", method="PUT", path=r"/\.indexes/", times=2, skip=1)),
-            proxy.add(Rule("reset", method="PUT", path=r"/data/", times=2)),  # the copy to the final key
-            proxy.add(Rule("latency", method="PUT", path=r"/\.temp-upload/", times=1, skip=2, delay=5.0)),
+            proxy.add(Rule("reset", method="PUT", path=r"/data/", times=2)),  # the PUT/copy to the final key
+            proxy.add(Rule("latency", method="PUT", path=UPLOADS, times=1, skip=2, delay=5.0)),
             proxy.add(Rule("partial", method="GET", path=r"/\.indexes/", times=1)),
-            proxy.add(Rule("reset", method="DELETE", times=1)),
         ]
+        if protocol == "copy":  # the conditional protocol deletes nothing
+            rules.append(proxy.add(Rule("reset", method="DELETE", times=1)))
         drained, rc = drain(cell, kafka_bootstrap, tmp_path / "faults.log", timeout=180)
         injected = dict(proxy.injected)
     log = (tmp_path / "faults.log").read_text()
@@ -43,7 +49,8 @@ def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
     assert "Traceback" not in log
     for rule in rules:
         assert rule.fired == rule.times, (rule.action, rule.path, injected)  # every fault really hit
-    assert injected == {"slowdown": 3, "error500": 2, "reset": 3, "latency": 1, "partial": 1}
+    resets = 3 if protocol == "copy" else 2
+    assert injected == {"slowdown": 3, "error500": 2, "reset": resets, "latency": 1, "partial": 1}
 
 
 @pytest.mark.chaos
@@ -59,7 +66,7 @@ def test_retries_exhausted_stop_with_a_clear_error_and_a_restart_loses_nothing(
             **{"connect.s3.http.max.retries": "2", "connect.s3.error.policy": "THROW"},
         )
         # healthy until the first upload, then every PUT is throttled forever
-        proxy.add(Rule("slowdown", method="PUT", path=r"/\.temp-upload/", times=-1))
+        proxy.add(Rule("slowdown", method="PUT", path=UPLOADS, times=-1))
         log_path = tmp_path / "exhausted.log"
         began = time.monotonic()
         proc = start_sink(cell.config, kafka_bootstrap, log_path)

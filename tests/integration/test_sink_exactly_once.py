@@ -57,13 +57,14 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return make_backend(request.param, tmp_path, request)
 
 
-def _spec(backend: Backend, flush: str, step: str, tmp_path: Path) -> dict[str, Any]:
+def _spec(backend: Backend, flush: str, protocol: str, step: str, tmp_path: Path) -> dict[str, Any]:
     f = FLUSHES[flush]
     name = f"conn-{uuid.uuid4().hex[:6]}"
     config = backend.config | {
         "name": name,
         "connect.s3.kcql": "unused: plans are given directly",
         "connect.s3.local.tmp.directory": str(tmp_path / "staging"),
+        "connect.s3.commit.protocol": protocol,
     }
     plan = {"bucket": backend.bucket, "prefix": f"eos/{name}", "count": f["count"], "size": f["size"],
             "interval": f["interval"], "partition_by": f.get("partition_by", False)}
@@ -104,13 +105,16 @@ def _recover_and_check(backend: Backend, spec: dict[str, Any]) -> None:
     assert [k for k in keys if k.startswith(prefix + "/")] == sorted(data_keys(backend, prefix))
     state = json.loads(backend.raw_read(index[0]))
     assert state["pending"] is None
+    assert not state.get("owed"), state["owed"]
     assert state["committedOffset"] == N - 1
 
 
 @pytest.mark.parametrize("flush", list(FLUSHES))
-@pytest.mark.parametrize("step", COMMIT_STEPS)
-def test_exception_at_every_step(backend: Backend, flush: str, step: str, tmp_path: Path) -> None:
-    spec = _spec(backend, flush, step, tmp_path)
+@pytest.mark.parametrize(("protocol", "step"), COMMIT_STEPS)
+def test_exception_at_every_step(
+    backend: Backend, flush: str, protocol: str, step: str, tmp_path: Path
+) -> None:
+    spec = _spec(backend, flush, protocol, step, tmp_path)
     crashed = threading.Event()
     seen = Counter[str]()
 
@@ -139,9 +143,11 @@ def test_exception_at_every_step(backend: Backend, flush: str, step: str, tmp_pa
 
 
 @pytest.mark.parametrize("flush", ["count", "size", "interval"])
-@pytest.mark.parametrize("step", COMMIT_STEPS)
-def test_sigkill_at_every_step(backend: Backend, flush: str, step: str, tmp_path: Path) -> None:
-    spec = _spec(backend, flush, step, tmp_path)
+@pytest.mark.parametrize(("protocol", "step"), COMMIT_STEPS)
+def test_sigkill_at_every_step(
+    backend: Backend, flush: str, protocol: str, step: str, tmp_path: Path
+) -> None:
+    spec = _spec(backend, flush, protocol, step, tmp_path)
     child = subprocess.run(
         [sys.executable, "-m", "tests.integration._sink_support", json.dumps(spec)],
         cwd=REPO, capture_output=True, timeout=120, check=False,

@@ -1,10 +1,11 @@
 """A commit that *fails* midway (a storage error, not a crash) must not be forgotten.
 
-Writer A's copy to its final key succeeds, then the next step fails: A's file is visible, and the
-index's pending operation is the only record of it. If another writer of the same Kafka
-partition then commits, it must not overwrite that pending operation without finishing it first:
-after a crash the replay would write A's records again under another name (the recovering task
-cuts files differently), a duplicate.
+Writer A's copy (or conditional PUT) to its final key succeeds, then the next step fails: A's file
+is visible, and the index's pending operation is the only record of it. Or (conditional protocol)
+A's commit fails after it was announced: it becomes owed, and the successor must re-produce it.
+If another writer of the same Kafka partition then commits, it must not overwrite that pending
+operation without finishing it first: after a crash the replay would write A's records again
+under another name (the recovering task cuts files differently), a duplicate.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return make_backend(request.param, tmp_path, request)
 
 
-def _config(backend: Backend, tmp_path: Path, count: int) -> dict[str, str]:
+def _config(backend: Backend, tmp_path: Path, count: int, protocol: str) -> dict[str, str]:
     kcql = (
         f"INSERT INTO {backend.bucket}:{PREFIX} SELECT * FROM {TOPIC} PARTITIONBY kind STOREAS JSON "  # noqa: S608
         f"PROPERTIES('flush.count'={count}, 'flush.interval'=3600)"
@@ -38,15 +39,24 @@ def _config(backend: Backend, tmp_path: Path, count: int) -> dict[str, str]:
         "name": "failed-commit",
         "connect.s3.kcql": kcql,
         "connect.s3.local.tmp.directory": str(tmp_path / "stage"),
+        "connect.s3.commit.protocol": protocol,
     }
 
 
-@pytest.mark.parametrize("step", ["after-copy", "after-delete-temp"])
+@pytest.mark.parametrize(
+    ("protocol", "step"),
+    [
+        ("copy", "after-copy"),
+        ("copy", "after-delete-temp"),
+        ("conditional", "after-upload"),  # visible, index not advanced
+        ("conditional", "after-pending-recorded"),  # announced, not uploaded: owed, re-produced
+    ],
+)
 def test_a_failed_commit_is_finished_before_another_writer_commits(
-    backend: Backend, tmp_path: Path, step: str
+    backend: Backend, tmp_path: Path, protocol: str, step: str
 ) -> None:
     task = SinkTask()
-    task.start(_config(backend, tmp_path, count=3))
+    task.start(_config(backend, tmp_path, count=3, protocol=protocol))
     failed: list[str] = []
 
     def fail_once(reached: str) -> None:
@@ -67,7 +77,7 @@ def test_a_failed_commit_is_finished_before_another_writer_commits(
         task.stop()  # crash: the failed "a" file is never retried by this task
 
     successor = SinkTask()
-    successor.start(_config(backend, tmp_path, count=2))  # cuts files differently
+    successor.start(_config(backend, tmp_path, count=2, protocol=protocol))  # cuts files differently
     try:
         resume = successor.open([TP]).get(TP, 0)
         for start in range(resume, 12, 3):

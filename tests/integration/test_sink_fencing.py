@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kcql.errors import SinkError
+from sink.commit.committer import COMMIT_STEPS
 from sink.commit.index import FencedError
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
@@ -94,12 +95,23 @@ def test_only_the_newest_owner_can_commit(backend: Backend, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    "step", ["after-upload", "after-pending-recorded", "after-copy", "after-delete-temp"]
+    ("protocol", "step"),
+    [(p, s) for p, s in COMMIT_STEPS if s != "after-index-committed"],  # after it: nothing left to fence
 )
-def test_zombie_fenced_in_the_middle_of_its_commit(backend: Backend, tmp_path: Path, step: str) -> None:
-    """The new owner opens while the zombie is between two storage calls of one commit."""
-    config = _config(backend, tmp_path)
-    zombie, owner = _started(config), _started(config)
+def test_zombie_fenced_in_the_middle_of_its_commit(
+    backend: Backend, tmp_path: Path, protocol: str, step: str
+) -> None:
+    """The new owner opens while the zombie is between two storage calls of one commit.
+
+    Conditional protocol at ``after-pending-recorded``: the owner owes the zombie's announced file,
+    and the zombie's PUT of it lands after the owner's recovery; the owner's own PUT of the same
+    file then gets 412 and counts it as done.
+    """
+    protocol_key = {"connect.s3.commit.protocol": protocol}
+    # the new owner cuts files at another flush.count: a zombie file it failed to owe (or to roll
+    # forward) would then hold records the owner writes again under other names
+    zombie = _started(_config(backend, tmp_path, extra=protocol_key))
+    owner = _started(_config(backend, tmp_path, count=2, extra=protocol_key))
     took_over: list[dict[TopicPartition, int]] = []
 
     def take_over(reached: str) -> None:
@@ -113,6 +125,36 @@ def test_zombie_fenced_in_the_middle_of_its_commit(backend: Backend, tmp_path: P
             put_records(zombie, make_records(0, 12))
         assert took_over, f"the zombie never reached {step}"
         _replay_and_close(owner, 20)
+    finally:
+        zombie.stop()
+        owner.stop()
+    _assert_exactly_once(backend, 20)
+
+
+def test_zombie_upload_after_the_owner_rolled_its_file_forward(backend: Backend, tmp_path: Path) -> None:
+    """Conditional protocol, the other order: the zombie announced a file and stalls; the new owner
+    owes it, replays, re-produces it exactly (at another flush.count) and commits it; then the
+    zombie's PUT of the same key is refused (412, the same records) and its index write is fenced."""
+    config = _config(backend, tmp_path, extra={"connect.s3.commit.protocol": "conditional"})
+    zombie, owner = _started(config), _started(_config(backend, tmp_path, count=2, extra={
+        "connect.s3.commit.protocol": "conditional", "connect.s3.local.tmp.directory": str(tmp_path / "s2"),
+    }))
+    announced: list[str] = []
+
+    def stall(reached: str) -> None:
+        if reached == "after-pending-recorded" and not announced:
+            state = zombie._partitions[TP].index.state  # type: ignore[union-attr]
+            assert state.pending is not None
+            announced.append(state.pending.final_key)
+            _replay_and_close(owner, 20)  # the whole take-over happens while the zombie stalls
+            assert announced[0] in raw_keys(backend), "the owner did not commit the owed file"
+
+    try:
+        zombie.open([TP])
+        zombie.fault_hook = stall
+        with pytest.raises(FencedError, match=f"now owned by task {owner.task_id}"):
+            put_records(zombie, make_records(0, 12))
+        assert announced
     finally:
         zombie.stop()
         owner.stop()

@@ -1,7 +1,7 @@
 """Exactly-once under SIGKILL: a child process dies at every step of the commit sequence.
 
-For each commit step (:data:`sink.commit.committer.COMMIT_STEPS`), each flush mode (count, size,
-interval) and each backend (a local directory, a real SeaweedFS), the driver in
+For each commit step of both protocols (:data:`sink.commit.committer.COMMIT_STEPS`), each flush
+mode (count, size, interval) and each backend (a local directory, a real SeaweedFS), the driver in
 ``_sink_crash_driver.py`` runs a task in a separate process and kills it with ``SIGKILL`` the
 second time it reaches that step (so committed files already exist next to the interrupted one).
 A new task in this process then does what a Connect worker does after a crash: ``open`` (which
@@ -49,11 +49,12 @@ FLUSH = {
 # duplicate, deterministic names alone cannot hide one.
 RECOVERY_FLUSH = "'flush.count'=2, 'flush.size'=100000000, 'flush.interval'=3600"
 
-# Steps after which the temporary upload must still be in the bucket when the process dies.
+# Copy-protocol steps after which the temporary upload must still be in the bucket when the
+# process dies (the conditional protocol has no temporary upload).
 TEMP_LEFT_BEHIND = {"after-upload", "after-pending-recorded", "after-copy"}
 
 
-def _config(backend: Backend, flush: str, staging: Path) -> dict[str, str]:
+def _config(backend: Backend, flush: str, staging: Path, protocol: str = "auto") -> dict[str, str]:
     kcql = (
         f"INSERT INTO {backend.bucket}:{PREFIX} SELECT * FROM {TOPIC} PARTITIONBY kind "  # noqa: S608
         f"STOREAS JSON PROPERTIES({flush})"
@@ -62,6 +63,7 @@ def _config(backend: Backend, flush: str, staging: Path) -> dict[str, str]:
         "name": "crash-test",
         "connect.s3.kcql": kcql,
         "connect.s3.local.tmp.directory": str(staging),
+        "connect.s3.commit.protocol": protocol,
     }
 
 
@@ -129,18 +131,18 @@ def _recover(config: dict[str, str], group_file: Path) -> int:
 
 
 @pytest.mark.parametrize("mode", sorted(FLUSH))
-@pytest.mark.parametrize("step", COMMIT_STEPS)
+@pytest.mark.parametrize(("protocol", "step"), COMMIT_STEPS)
 @pytest.mark.parametrize("kind", ["local", "s3"])
 def test_sigkill_at_every_commit_step_loses_and_duplicates_nothing(
-    kind: str, step: str, mode: str, tmp_path: Path, request: pytest.FixtureRequest
+    kind: str, protocol: str, step: str, mode: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     backend = make_backend(kind, tmp_path, request)
-    config = _config(backend, FLUSH[mode], tmp_path / "staging")
+    config = _config(backend, FLUSH[mode], tmp_path / "staging", protocol)
     group_file = _run_child(tmp_path, config, mode, step)
 
     after_crash = raw_keys(backend)
     temps = [k for k in after_crash if k.startswith(".temp-upload/")]
-    if step in TEMP_LEFT_BEHIND:
+    if protocol == "copy" and step in TEMP_LEFT_BEHIND:
         assert temps, f"killed {step}: the temporary upload should still exist, got {after_crash}"
     else:
         assert not temps, after_crash
@@ -149,7 +151,7 @@ def test_sigkill_at_every_commit_step_loses_and_duplicates_nothing(
     assert all(n == 1 for n in visible.values()), visible
     assert visible, "two commits were reached, so some data must be visible"
 
-    resume = _recover(_config(backend, RECOVERY_FLUSH, tmp_path / "staging"), group_file)
+    resume = _recover(_config(backend, RECOVERY_FLUSH, tmp_path / "staging", protocol), group_file)
     assert 0 <= resume < RECORDS
 
     records = read_json_records(backend, PREFIX)
@@ -163,7 +165,16 @@ def test_sigkill_at_every_commit_step_loses_and_duplicates_nothing(
     final = raw_keys(backend)
     stray = [k for k in final if not k.startswith(f"{PREFIX}/") and not k.startswith(".indexes/")]
     assert not stray, f"only data and the index may remain in the bucket: {stray}"
-    assert any(k.startswith(".indexes/") for k in final)
+    indexes = [k for k in final if k.startswith(".indexes/")]
+    assert indexes
+    state = json.loads(backend.raw_read(indexes[0]))
+    assert state["pending"] is None and not state.get("owed"), state
+
+
+def _owed(backend: Backend) -> list[dict[str, object]]:
+    (key,) = [k for k in raw_keys(backend) if k.startswith(".indexes/")]
+    state = json.loads(backend.raw_read(key))
+    return [*([state["pending"]] if state["pending"] else []), *state.get("owed", [])]
 
 
 @pytest.mark.parametrize("mode", ["count", "interval"])
@@ -221,12 +232,41 @@ def test_sigkill_during_recovery_of_an_interrupted_commit(
     """A first process dies with a pending commit; the next one dies while rolling it forward
     (in ``open``); a third recovers. Recovery must itself be restartable at every storage call."""
     backend = make_backend(kind, tmp_path, request)
-    config = _config(backend, FLUSH["count"], tmp_path / "staging")
+    config = _config(backend, FLUSH["count"], tmp_path / "staging", "copy")
     group_file = _run_child(tmp_path, config, "count", "after-pending-recorded")
     pending = [k for k in raw_keys(backend) if k.startswith(".temp-upload/")]
     assert pending, "the first crash must leave a pending commit"
     _run_child(tmp_path, config, "count", "never", storage_kill={"method": method, "nth": nth})
-    _recover(_config(backend, RECOVERY_FLUSH, tmp_path / "staging"), group_file)
+    _recover(_config(backend, RECOVERY_FLUSH, tmp_path / "staging", "copy"), group_file)
     counts = Counter(value["id"] for _, value in read_json_records(backend, PREFIX))
     assert counts == Counter(range(RECORDS)), f"{what}: { ({i: n for i, n in counts.items() if n != 1}) }"
     assert not [k for k in raw_keys(backend) if k.startswith(".temp-upload/")]
+
+
+@pytest.mark.parametrize(
+    ("method", "nth", "what"),
+    [
+        ("put_bytes", 1, "after taking ownership, before recording the owed file"),
+        ("put_bytes", 2, "after recording the owed file, before the replay"),
+        ("put_file", 1, "after the replay's first upload (the owed file or another path's)"),
+        ("put_bytes", 3, "after the replay's first index write"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_sigkill_while_rolling_an_owed_file_forward(
+    kind: str, method: str, nth: int, what: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Conditional protocol: a first process dies after announcing a file (its final key never
+    written); the next one dies while owing and re-producing it; a third recovers, cutting files
+    at another flush.count: the owed file is still cut exactly as announced, under its key."""
+    backend = make_backend(kind, tmp_path, request)
+    config = _config(backend, FLUSH["count"], tmp_path / "staging", "conditional")
+    group_file = _run_child(tmp_path, config, "count", "after-pending-recorded")
+    (announced,) = _owed(backend)
+    assert str(announced["finalKey"]) not in raw_keys(backend), "the announced file must not exist yet"
+    _run_child(tmp_path, config, "count", "never", storage_kill={"method": method, "nth": nth})
+    _recover(_config(backend, RECOVERY_FLUSH, tmp_path / "staging", "conditional"), group_file)
+    counts = Counter(value["id"] for _, value in read_json_records(backend, PREFIX))
+    assert counts == Counter(range(RECORDS)), f"{what}: { ({i: n for i, n in counts.items() if n != 1}) }"
+    assert str(announced["finalKey"]) in raw_keys(backend), "the owed file was committed under another key"
+    assert _owed(backend) == []

@@ -85,3 +85,15 @@ def test_secret_never_shows() -> None:
     assert s.storage.s3.secret_key.reveal() == "topsecret"
     assert "topsecret" not in repr(s)
     assert "topsecret" not in str(s.storage.s3.secret_key)
+
+
+def test_commit_protocol() -> None:
+    assert parse_settings(BASE).exactly_once.commit_protocol == "auto"
+    copy = parse_settings(BASE | {"connect.s3.commit.protocol": "COPY"})
+    assert copy.exactly_once.commit_protocol == "copy"
+    with pytest.raises(ConfigError, match=r"commit\.protocol.*must be one of auto, conditional, copy"):
+        parse_settings(BASE | {"connect.s3.commit.protocol": "fast"})
+    weak = {"connect.s3.conditional.writes": "false"}
+    assert parse_settings(BASE | weak).exactly_once.commit_protocol == "auto"  # copy, at run time
+    with pytest.raises(ConfigError, match=r"commit\.protocol.*needs conditional writes"):
+        parse_settings(BASE | weak | {"connect.s3.commit.protocol": "conditional"})

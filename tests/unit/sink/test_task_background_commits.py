@@ -76,9 +76,13 @@ def background_task(root: Path, *tps: TopicPartition, observer: Commits | None =
     return task
 
 
+HELD_STEP = "after-pending-recorded"
+"""Where a commit is held: its pending op is in the index, the file not visible yet (both protocols)."""
+
+
 class HeldUpload:
-    """A fault hook holding the first upload until released (then optionally failing it), and
-    recording every commit step with its thread."""
+    """A fault hook holding the first commit before its upload until released (then optionally
+    failing it), and recording every commit step with its thread."""
 
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail
@@ -91,7 +95,7 @@ class HeldUpload:
     def __call__(self, step: str) -> None:
         with self._lock:
             self.steps.append((step, threading.current_thread().name))
-            first = step == "after-upload" and not self.holding.is_set()
+            first = step == HELD_STEP and not self.holding.is_set()
         if not first:
             return
         self.holding.set()
@@ -99,11 +103,12 @@ class HeldUpload:
         self.returned.set()
         assert released, "the held upload was never released"
         if self.fail:
-            raise TransientStorageError("PUT of the temporary upload failed: 503 SlowDown")
+            raise TransientStorageError("PUT of the file failed: 503 SlowDown")
 
     def uploads(self) -> int:
+        """Commits that got as far as their upload."""
         with self._lock:
-            return sum(1 for step, _ in self.steps if step == "after-upload")
+            return sum(1 for step, _ in self.steps if step == HELD_STEP)
 
 
 def test_put_goes_on_while_a_full_file_is_committed(tmp_path: Path) -> None:
