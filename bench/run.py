@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness as h
+from bench import s3_requests
+from bench import staging as staging_bench
 from kcql.errors import SinkError
 
 __all__ = ["main", "run_bench", "table", "targets"]
@@ -201,6 +203,24 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         idle_s = h.idle_visibility(broker.bootstrap, root, work / "logs", flush_interval=2)
         say(f"idle partition: records visible {idle_s:.2f} s after produce (flush.interval=2 s)")
 
+        # S3 requests per committed file, the conditional protocol against upload-copy-delete
+        requests = s3_requests.measure(broker.bootstrap, seaweed.endpoint, json_small, work / "requests")
+        say("S3 requests (counted at the store through the proxy):\n" + s3_requests.table(requests))
+
+        # local staging with flush.size = 1 GB on 50 partitions: streamed parts against whole files
+        staging_results = []
+        for label, gb, streaming in (("streaming_on", 0.5 if quick else 5.0, True),
+                                     ("streaming_off", 0.2 if quick else 0.5, False)):
+            topic = f"bench-staging-{label}"
+            sdata = h.produce(broker.bootstrap, topic, staging_bench.records_for(gb), pad=staging_bench.PAD,
+                              partitions=staging_bench.PARTITIONS)
+            got = staging_bench.staging_run(label, sdata, broker.bootstrap, s3_conf, s3, "bench", work,
+                                            streaming=streaming)
+            staging_results.append(got)
+            say(f"staging, flush.size=1 GB on {got['partitions']} partitions, {got['value_mb']:,.0f} MB, "
+                f"{label}: peak staging {got['peak_staging_mb']:,.0f} MB, "
+                f"peak RSS {got['peak_rss_mb']:.0f} MB, {got['seconds']:.0f} s")
+
         profiles: dict[str, str] = {}
         if profile:
             for name, fmt in (("json_to_json_local", "JSON"), ("json_to_parquet_local", "PARQUET")):
@@ -254,6 +274,8 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
         "rss_10000_partitions_mb": wide10k["peak_rss_mb"],
         "rss_10000_partitions_open_files": int(wide10k["open_files"]),
         "idle_visible_s": idle_s,
+        "s3_requests": requests,
+        "staging": staging_results,
         "idle_flush_interval_s": 2,
         "spark_reader_ratio": spark_result["ratio"],
         "spark_run": {"records": million.records, "rps": pipeline_spark["rps"],
@@ -285,6 +307,18 @@ def targets(result: dict[str, Any]) -> list[tuple[str, bool]]:
         rss, files = result["rss_10000_partitions_mb"], result["rss_10000_partitions_open_files"]
         checks.append((f"peak RSS with 10,000 open partitions <= 1 GB ({rss:.0f} MB, {files:,} files open)",
                        rss <= 1024 and files == 10_000))
+    if "s3_requests" in result:
+        protocols = result["s3_requests"]["protocols"]
+        new, old = protocols["conditional"], protocols["copy"]
+        label = (f"S3 requests per committed file <= 3, plus the run's start-up requests "
+                 f"({new['per_file']['total']:.2f}; upload-copy-delete {old['per_file']['total']:.2f})")
+        checks.append((label, new["per_file"]["total"] <= 3.1))
+    for run in result.get("staging", []):
+        if run["streaming"]:
+            bound = run["partitions"] * run["part_size"] * 1.25 / 1e6  # a part + one batch per open file
+            label = (f"peak staging with flush.size=1 GB on {run['partitions']} partitions, "
+                     f"{run['value_mb']:,.0f} MB through: <= {bound:,.0f} MB ({run['peak_staging_mb']:,.0f})")
+            checks.append((label, run["peak_staging_mb"] <= bound))
     checks.append((f"idle data visible within flush.interval + 2 s ({result['idle_visible_s']:.2f} s)",
                    result["idle_visible_s"] <= result["idle_flush_interval_s"] + 2))
     checks.append((f"spark_reader within 1.2 x spark.read.parquet ({result['spark_reader_ratio']:.2f})",
@@ -302,6 +336,17 @@ def _spark_run_lines(result: dict[str, Any]) -> list[str]:
     return [(f"spark-run --once, local[2], {run['records']:,} JSON->PARQUET: {run['rps']:,.0f} rec/s"
              f" ({run['seconds']:.1f} s) vs kcql-sink run {run['run_rps']:,.0f} rec/s:"
              f" {run['ratio_to_run']:.2f}")]
+
+
+def _requests_lines(result: dict[str, Any]) -> list[str]:
+    if "s3_requests" not in result:
+        return []
+    protocols = result["s3_requests"]["protocols"]
+    per_file = {name: p["per_file"]["total"] for name, p in protocols.items()}
+    usd = {name: p["usd_per_million_records"] for name, p in protocols.items()}
+    return [(f"S3 requests per committed file: {per_file['conditional']:.2f} (upload-copy-delete "
+            f"{per_file['copy']:.2f}); list price per million records ${usd['conditional']:.3f} "
+            f"(${usd['copy']:.3f})")]
 
 
 def table(result: dict[str, Any]) -> str:
@@ -322,6 +367,10 @@ def table(result: dict[str, Any]) -> str:
         *([(f"peak RSS, 10,000 open partitions: {result['rss_10000_partitions_mb']:.0f} MB "
            f"({result['rss_10000_partitions_open_files']:,} staging files open)")]
           if "rss_10000_partitions_mb" in result else []),
+        *_requests_lines(result),
+        *[(f"peak staging, flush.size=1 GB, {r['partitions']} partitions, {r['value_mb']:,.0f} MB, "
+           f"{'streamed parts' if r['streaming'] else 'whole files'}: {r['peak_staging_mb']:,.0f} MB")
+          for r in result.get("staging", [])],
         (f"idle partition visible after: {result['idle_visible_s']:.2f} s"
         f" (flush.interval {result['idle_flush_interval_s']} s)"),
         (f"spark_reader / spark.read.parquet, query on a registered view: {result['spark_reader_ratio']:.2f}"

@@ -128,7 +128,7 @@ def staging_run(
     }
 
 
-def _records_for(gb: float) -> int:
+def records_for(gb: float) -> int:
     """Records of ~1 KB for ``gb`` gigabytes, a multiple of the partition count (even spread)."""
     per_partition = max(1, int(gb * 1e9 / 1000 / PARTITIONS))
     return per_partition * PARTITIONS
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, gb, streaming in runs:
             topic = f"bench-staging-{uuid.uuid4().hex[:6]}"
             started = time.monotonic()
-            data = h.produce(broker.bootstrap, topic, _records_for(gb), pad=PAD, partitions=PARTITIONS)
+            data = h.produce(broker.bootstrap, topic, records_for(gb), pad=PAD, partitions=PARTITIONS)
             took = time.monotonic() - started
             print(f"produced {data.records:,} records, {data.mb:,.0f} MB in {took:.0f} s", flush=True)
             result = staging_run(
