@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from formats.avro_columns import FlatField
 
-__all__ = ["encode_datums"]
+__all__ = ["encode_datums", "encode_rows"]
 
 _ARROW_TYPES = {
     "boolean": pa.bool_(),
@@ -50,9 +50,17 @@ def encode_datums(batch: pa.RecordBatch, fields: Sequence[FlatField]) -> bytes |
             :func:`formats.arrow_schema.avro_to_arrow` maps the field.
         fields: :func:`formats.avro_columns.flat_fields` of the Avro record schema.
     """
+    encoded = encode_rows(batch, fields)
+    return None if encoded is None else encoded[0]
+
+
+def encode_rows(batch: pa.RecordBatch, fields: Sequence[FlatField]) -> tuple[bytes, np.ndarray] | None:
+    """:func:`encode_datums`, plus where each row's datum ends in it (int64, one per row)."""
     count = batch.num_rows
-    if batch.num_columns != len(fields) or not count:
-        return None if batch.num_columns != len(fields) else b""
+    if batch.num_columns != len(fields):
+        return None
+    if not count:
+        return b"", np.zeros(0, dtype=np.int64)
     pieces: list[pa.Array] = []
     for (_name, kind, null_index), column in zip(fields, batch.columns, strict=True):
         if column.type != _ARROW_TYPES[kind]:
@@ -82,7 +90,7 @@ def encode_datums(batch: pa.RecordBatch, fields: Sequence[FlatField]) -> bytes |
             return None
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32, count=count + 1, offset=4 * joined.offset)
     start, stop = int(offsets[0]), int(offsets[-1])
-    return joined.buffers()[2][start:stop].to_pybytes()
+    return joined.buffers()[2][start:stop].to_pybytes(), offsets[1:].astype(np.int64) - start
 
 
 def _encode_column(column: pa.Array, kind: str, present: np.ndarray | None) -> list[pa.Array] | None:

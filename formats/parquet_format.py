@@ -22,8 +22,6 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
 
@@ -39,6 +37,7 @@ from formats.base import (
     RecordFormatError,
 )
 from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
+from formats.json_lines_arrow import LineParser, line_parse_options
 from formats.schema_evolution import Decision
 from kcql.errors import RecordError
 
@@ -50,102 +49,6 @@ _ROW_GROUP_BYTES = 64 * 1024 * 1024
 _EAGER_ROWS = 64
 """Calls with at least this many rows are converted at once; smaller ones are validated and batched."""
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
-_EXACT_DOUBLE = 2.0**53
-"""Doubles from this magnitude on may have been rounded from a JSON integer."""
-_LINES, _CHECKED = "parquet-lines", "parquet-checked"
-"""Keys of a batch's memo: Arrow's parse of its JSON lines, and the same parse checked."""
-_LINE_TYPES = frozenset(("long", "double", "string", "boolean"))
-"""Inferred field types whose Arrow JSON parsing matches ``json.loads`` + ``from_pylist`` exactly
-(a JSON integer in a ``double`` column becomes a double in both; a field always null so far,
-Avro ``null``, is excluded: a later text there rolls the file on the per-record path)."""
-
-
-def _line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
-    """Arrow JSON parse options for a file of flat inferred records, or None when not flat."""
-    if not isinstance(avro, dict) or avro.get("type") != "record":
-        return None
-    fields = []
-    for field in avro["fields"]:
-        kind = field["type"]
-        if isinstance(kind, list):
-            branches = [b for b in kind if b != "null"]
-            if len(branches) != 1:
-                return None
-            kind = branches[0]
-        if not isinstance(kind, str) or kind not in _LINE_TYPES:
-            return None
-        fields.append(field["name"])
-    if len(set(fields)) != len(fields):
-        return None
-    return pa_json.ParseOptions(
-        explicit_schema=avro_to_arrow(avro), unexpected_field_behavior="error", newlines_in_values=False
-    )
-
-
-class LineParser:
-    """Parses a block of JSON lines into a table of one frozen file schema, or returns None.
-
-    None for anything the per-record path might decide differently: a line Arrow does not parse
-    into that schema (a missing/extra/retyped field, a number out of range, a malformed line),
-    invalid UTF-8 (Arrow keeps it, ``json.loads`` rejects it), a non-finite double (Arrow also
-    reads ``-NaN``, which ``json.loads`` rejects) and a double from 2**53 on (Arrow rounds a JSON
-    integer there, the per-record path decides it).
-
-    Two halves: :meth:`__call__` is one Arrow call, which only reads frozen state and releases
-    the GIL, so it may run on another thread while the caller consumes; :meth:`checked` runs
-    the checks on the caller's thread. A worker thread waits for the GIL at each crossing back
-    into Python, up to the interpreter's switch interval (5 ms) while the consuming thread runs
-    Python code, so the checks' dozen small Arrow calls cost far more there than here.
-    """
-
-    __slots__ = ("_doubles", "_options", "_schema")
-
-    def __init__(self, options: pa_json.ParseOptions, schema: pa.Schema) -> None:
-        self._options = options
-        self._schema = schema
-        self._doubles = [f.name for f in schema if pa.types.is_float64(f.type)]
-
-    def __call__(self, data: bytes) -> pa.Table | None:
-        """Arrow's parse of ``data``, unchecked; None when Arrow refuses it."""
-        try:
-            return pa_json.read_json(
-                pa.py_buffer(data),
-                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                parse_options=self._options,
-            )
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return None
-
-    def parse_batch(self, batch: Batch) -> pa.Table | None:
-        """:meth:`__call__` of the batch's framed JSON lines (thread-safe: the batch's forms are)."""
-        data = batch.json_lines(checked=False)
-        return None if data is None else self(data)
-
-    def checked_batch(self, batch: Batch) -> pa.Table | None:
-        """The batch's rows, parsed (or taken from :meth:`parse_batch` run ahead) and checked."""
-        table = self.checked(batch.memo((_LINES, self), self.parse_batch))
-        return table if table is not None and table.num_rows == len(batch) else None
-
-    def checked(self, table: pa.Table | None) -> pa.Table | None:
-        """``table`` (a result of :meth:`__call__`) if the per-record path would store it so."""
-        if table is None:
-            return None
-        try:
-            table.validate(full=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return None
-        if not table.schema.equals(self._schema):
-            return None
-        for column in self._doubles:
-            values = table.column(column)
-            if pc.any(pc.invert(pc.is_finite(values))).as_py():
-                return None
-            biggest = pc.max(pc.abs(values)).as_py()
-            if biggest is not None and biggest >= _EXACT_DOUBLE:
-                return None
-        return table
-
-
 class ParquetWriter(RowFileWriter):
     """Streams rows into one Parquet file."""
 
@@ -234,7 +137,7 @@ class ParquetWriter(RowFileWriter):
         # fastavro decodes uuid logical types to uuid.UUID, which Arrow will not take as a string
         self._uuids = '"uuid"' in json.dumps(avro)
         if self._settings.envelope is None and self._rows.value.mode == "inferred" and not self._wrap:
-            options = _line_parse_options(avro)
+            options = line_parse_options(avro)
             if options is not None:
                 self._parser = LineParser(options, self._schema)
         rows, records = self._take_held()
@@ -308,7 +211,7 @@ class ParquetWriter(RowFileWriter):
         parser = self._parser
         if parser is None:
             return False
-        batch.ahead((_LINES, parser), parser.parse_batch)
+        parser.prefetch(batch)
         return True
 
     def _cheap_rows(self, batch: Batch) -> pa.Table | None:
@@ -320,14 +223,7 @@ class ParquetWriter(RowFileWriter):
         """
         parser = self._parser
         if parser is not None:
-            whole, start = batch.whole()
-            table = whole.memo((_CHECKED, parser), parser.checked_batch)
-            if table is not None:
-                return table if whole is batch else table.slice(start, len(batch))
-            if whole is batch:
-                return None
-            # a line elsewhere in the consumed batch does not fit this file: try this slice alone
-            return parser.checked_batch(batch)
+            return parser.rows(batch)
         value = self._rows.value
         if self._settings.envelope is not None or value.mode != "given" or self._wrap or self._uuids:
             return None
