@@ -236,7 +236,7 @@ class AvroWriter(RowFileWriter):
         while first < len(ends):
             base = int(ends[first - 1]) if first else 0
             # the first row from which the open block holds sync_interval bytes
-            need = _SYNC_INTERVAL - self._datum_bytes + base
+            need = self._writer.sync_interval - self._datum_bytes + base
             last = int(np.searchsorted(ends, need, side="left", sorter=None))
             if last < first:
                 last = first

@@ -1,0 +1,106 @@
+"""STOREAS AVRO of schemaless JSON: batches appended column-wise (Arrow parse + ``avro_encode``).
+
+Every test sinks the same Kafka messages through batches with the joined JSON text and through
+``cheap_forms=False`` batches (the per-record path: ``json.loads``, a dict per record, fastavro)
+and compares what fastavro reads back: the writer schema, the codec, the records, and the file
+bytes with the random sync marker blanked (so blocks end at the same rows too).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import formats._rows as rows_module
+import formats.avro_format as avro_format
+from formats import FormatSettings
+from kcql.model import StoreFormat
+from tests.unit.formats.sinking import assert_same, forms_seen
+from tests.unit.formats.test_cheap_json_lines import both, dumps
+
+AVRO = FormatSettings(format=StoreFormat.AVRO)
+AVRO_DEFLATE = FormatSettings(format=StoreFormat.AVRO, codec="DEFLATE")
+
+
+def row(i: int, pad: int = 300) -> dict[str, Any]:
+    return {
+        "id": i * 7919 - 10**6,
+        "name": f"n{i} é 日本 {'x' * (i % pad)}",
+        "amount": i + 0.25,
+        "ok": i % 2 == 0,
+        "maybe": None if i % 5 else i * 2**40,
+    }
+
+
+@pytest.mark.parametrize("settings_", [AVRO, AVRO_DEFLATE], ids=["null", "deflate"])
+def test_a_long_run_spans_many_blocks_exactly_as_fastavro_splits_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings_: FormatSettings
+) -> None:
+    values: list[bytes | None] = [dumps(row(i), ascii_only=i % 3 == 0) for i in range(6000)]
+    monkeypatch.setattr(avro_format, "_SYNC_INTERVAL", 16 * 1024)  # many blocks, ending mid-batch
+    with forms_seen(monkeypatch) as seen:
+        per_record, cheap = both(
+            tmp_path, settings_, values, poll_sizes=[700, 333, 1], rooms=[100_000, 97, 5]
+        )
+    assert_same(per_record, cheap)
+    # after the freeze at 1,000 rows only the rest of that consumed batch goes one by one
+    assert seen.converted == 6000 + 1033 and seen.json_served == 6000 - 1033
+    (only,) = cheap.files
+    assert len(only["rows"]) == 6000
+    assert only["bytes"].count(b"\x00" * 16) > 50  # many blocks (each ends with the blanked marker)
+    assert only["rows"][5]["maybe"] == 5 * 2**40 and only["rows"][6]["maybe"] is None
+
+
+def test_batches_the_columns_cannot_take_go_row_by_row_in_between(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A double from 2**53 on, a lone surrogate (a record error), a missing field: their batches
+    go one by one, between column-wise batches, in the middle of blocks."""
+    rows = [row(i, pad=200) for i in range(4000)]
+    rows[1500]["amount"] = 2.0**60  # Arrow would round a JSON integer there: per-record decides
+    rows[2100]["amount"] = 9007199254740993  # an integer in the double column, beyond 2**53
+    del rows[2600]["ok"]  # a missing field: a null in the (nullable) inferred field
+    values: list[bytes | None] = [dumps(r) for r in rows]
+    values[3100] = b'{"id": 1, "name": "\\ud800", "amount": 1.5, "ok": true, "maybe": null}'
+    monkeypatch.setattr(rows_module, "FREEZE_ROWS", 300)
+    monkeypatch.setattr(avro_format, "_SYNC_INTERVAL", 32 * 1024)
+    with forms_seen(monkeypatch) as seen:
+        per_record, cheap = both(tmp_path, AVRO, values, poll_sizes=[250, 64, 700])
+    assert_same(per_record, cheap)
+    assert len(cheap.files) == 1 and [e[0] for e in cheap.errors] == [3100]
+    assert cheap.files[0]["rows"][2600]["ok"] is None
+    assert 4000 < seen.converted < 8000  # some batches column-wise, some not
+
+
+def test_renamed_fields_and_nested_values_keep_the_per_record_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renamed: list[bytes | None] = [dumps({"my-id": i, "x": "a"}) for i in range(1500)]
+    nested: list[bytes | None] = [dumps({"id": i, "inner": {"a": i}}) for i in range(1500)]
+    names = {}
+    for name, values in (("renamed", renamed), ("nested", nested)):
+        with forms_seen(monkeypatch) as seen:
+            per_record, cheap = both(tmp_path / name, AVRO, values, poll_sizes=[400])
+        assert_same(per_record, cheap)
+        assert seen.converted == 3000 and seen.json_served == 0
+        names[name] = [f["name"] for f in cheap.files[0]["schema"]["fields"]]
+    assert names["renamed"][0] != "my-id" and names["renamed"][1] == "x"  # sanitised, as today
+
+
+def test_no_column_wise_append_before_the_schema_is_fixed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = avro_format.encode_rows
+
+    def spy(batch: Any, fields: Any) -> Any:
+        calls.append(batch.num_rows)
+        return real(batch, fields)
+
+    monkeypatch.setattr(avro_format, "encode_rows", spy)
+    values: list[bytes | None] = [dumps(row(i)) for i in range(999)]
+    per_record, cheap = both(tmp_path, AVRO, values, poll_sizes=[500])
+    assert_same(per_record, cheap)
+    assert calls == []  # 999 rows never froze the schema before the file closed
