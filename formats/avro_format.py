@@ -36,6 +36,7 @@ from formats.base import (
 from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
 from formats.json_lines_arrow import LineParser, line_parse_options
 from formats.schema_inference import rename_for_avro
+from kcql.errors import RecordError
 
 __all__ = ["AvroFormat", "AvroWriter"]
 
@@ -193,7 +194,40 @@ class AvroWriter(RowFileWriter):
         return True
 
     def _append_arrow(self, batch: Batch) -> int | None:
-        """Append all of ``batch`` column-wise, or return None (nothing appended).
+        """Append ``batch`` with as much of it column-wise as the file allows; None: not tried.
+
+        Until the schema is fixed, records go one by one and only as many as fixing it needs
+        (as :meth:`formats.parquet_format.ParquetWriter.append` does, which keeps where the
+        schema freezes independent of batching), so the rest of that batch can go column-wise.
+        """
+        if self._rows.envelope is not None:
+            return None
+        done, total = 0, len(batch)
+        while done < total and not self._fixed():
+            part = batch.slice(done) if done else batch
+            want = max(1, self._freeze_at() - len(self._pending)) if self._pending else 1
+            chunk = part.slice(0, want) if want < len(part) else part
+            try:
+                taken = self._write_records(chunk.records())
+            except RecordError as exc:
+                exc.index += done
+                raise
+            done += taken
+            if taken < len(chunk):
+                return done  # the next record starts a new file
+        if done == total:
+            return done
+        rest = batch.slice(done) if done else batch
+        if self._append_lines(rest):
+            return total
+        try:
+            return done + self._write_records(rest.records())
+        except RecordError as exc:
+            exc.index += done
+            raise
+
+    def _append_lines(self, batch: Batch) -> bool:
+        """Append all of ``batch`` column-wise, or nothing (False).
 
         Only schemaless JSON values whose file schema is frozen, flat, and written without
         renamed fields: the batch's joined JSON lines are parsed by Arrow into the file's schema
@@ -205,16 +239,16 @@ class AvroWriter(RowFileWriter):
         but for the random sync marker. Anything else goes through the per-record path.
         """
         lines = self._lines
-        if lines is None or not len(batch):
-            return None
+        if lines is None:
+            return False
         table = lines.rows(batch)
         if table is None:
-            return None
+            return False
         encoded = []
         for part in table.to_batches():
             rows = encode_rows(part, self._flat)
             if rows is None:
-                return None
+                return False
             encoded.append((part, *rows))
         writer = self._writer
         if writer.block_count:  # rows written one by one are in fastavro's open block: continue it
@@ -228,7 +262,7 @@ class AvroWriter(RowFileWriter):
         for part, data, ends in encoded:
             self._add_datums(part, data, ends)
         self._count += table.num_rows
-        return len(batch)
+        return True
 
     def _add_datums(self, part: pa.RecordBatch, data: bytes, ends: np.ndarray) -> None:
         """Add encoded rows to the open block, writing out every block fastavro would have."""
