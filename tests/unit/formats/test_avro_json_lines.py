@@ -104,3 +104,36 @@ def test_no_column_wise_append_before_the_schema_is_fixed(
     per_record, cheap = both(tmp_path, AVRO, values, poll_sizes=[500])
     assert_same(per_record, cheap)
     assert calls == []  # 999 rows never froze the schema before the file closed
+
+
+def test_files_equal_those_of_todays_per_record_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against ``append`` as it was (every record through ``_write_records``, no column-wise
+    path and no chunking before the freeze): the same files, schema and records, same errors."""
+    from sink.records.converters import JsonConverter, StringConverter
+    from tests.unit.formats.sinking import builders, messages, sink
+
+    rows: list[Any] = [row(i, pad=150) for i in range(5000)]
+    rows[10] = {"id": 1, "weird name": "x", "ok": True}  # before the freeze: merged into the schema
+    rows[1700]["amount"] = 2.0**60
+    rows[2500] = {"id": "text"}  # does not fit the frozen schema: a new file
+    values: list[bytes | None] = [dumps(r) for r in rows]
+    values[3000] = b'{"id": 5, "name": "\\udc00"}'  # a lone surrogate: a record error
+    items = messages(values, [b"k"] * len(values))
+    monkeypatch.setattr(avro_format, "_SYNC_INTERVAL", 20 * 1024)
+    outcomes = []
+    for name, column_wise in (("today", False), ("now", True)):
+        if not column_wise:
+            monkeypatch.setattr(avro_format.AvroWriter, "_append_arrow", lambda self, batch: None)
+        else:
+            monkeypatch.undo()
+            monkeypatch.setattr(avro_format, "_SYNC_INTERVAL", 20 * 1024)
+        _, cheap = builders(lambda: JsonConverter(False), StringConverter)
+        with forms_seen(monkeypatch) as seen:
+            outcomes.append(sink(tmp_path / name, AVRO_DEFLATE, cheap, items, poll_sizes=[900, 41, 2000]))
+        assert (seen.converted < 4000) is column_wise  # the new path really was taken, or not
+    today, now = outcomes
+    assert_same(today, now)
+    assert len(now.files) >= 2 and [e[0] for e in now.errors] == [3000]
+    assert "weird_x20_name" in [f["name"] for f in now.files[0]["schema"]["fields"]]  # sanitised
