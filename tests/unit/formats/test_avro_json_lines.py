@@ -137,3 +137,40 @@ def test_files_equal_those_of_todays_per_record_append(
     assert_same(today, now)
     assert len(now.files) >= 2 and [e[0] for e in now.errors] == [3000]
     assert "weird_x20_name" in [f["name"] for f in now.files[0]["schema"]["fields"]]  # sanitised
+
+
+def test_avro_parses_ahead_on_the_helper_thread_and_uses_that_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.json as pa_json
+
+    from sink.records.converters import ByteArrayConverter, JsonConverter, RecordConverter
+    from sink.records.intake import BatchBuilder
+    from tests.unit.formats.sinking import messages, sink
+
+    parses: list[str] = []
+    read_json = pa_json.read_json
+
+    def spy(source: Any, *args: Any, **kwargs: Any) -> Any:
+        parses.append(threading.current_thread().name)
+        return read_json(source, *args, **kwargs)
+
+    monkeypatch.setattr(pa_json, "read_json", spy)
+    monkeypatch.setattr(rows_module, "FREEZE_ROWS", 20)
+    values: list[bytes | None] = [dumps(row(i, pad=20)) for i in range(400)]
+    polls = [20, 50, 7, 100]
+    outcomes = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead") as executor:
+        for name, helper in (("alone", None), ("ahead", executor)):
+            converter = RecordConverter(ByteArrayConverter(), JsonConverter(False))
+            builder = BatchBuilder(converter, executor=helper)
+            outcomes.append(sink(tmp_path / name, AVRO, builder, messages(values), polls, prefetch=True))
+            if helper is None:
+                without = list(parses)
+                parses.clear()
+    assert_same(*outcomes)
+    assert without and not any(n.startswith("ahead") for n in without)
+    assert len([n for n in parses if n.startswith("ahead")]) >= 3 and len(parses) == len(without)
