@@ -6,7 +6,9 @@ value schemas), logical types included. Schemaless values get a schema inferred 
 reversibly there. Rows are buffered only until the file's schema is fixed (the first
 ``FREEZE_ROWS`` records, see :mod:`formats._rows`); after that fastavro encodes each record into
 its block buffer and writes a compressed block every ``sync_interval`` bytes, so memory stays
-bounded by one block.
+bounded by one block. Schemaless JSON of a flat inferred schema skips the dict per record once the
+schema is fixed: a batch's JSON lines are parsed by Arrow and encoded column by column
+(:meth:`AvroWriter._append_arrow`), into the same bytes and the same blocks.
 """
 
 from __future__ import annotations
