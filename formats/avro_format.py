@@ -6,7 +6,9 @@ value schemas), logical types included. Schemaless values get a schema inferred 
 reversibly there. Rows are buffered only until the file's schema is fixed (the first
 ``FREEZE_ROWS`` records, see :mod:`formats._rows`); after that fastavro encodes each record into
 its block buffer and writes a compressed block every ``sync_interval`` bytes, so memory stays
-bounded by one block.
+bounded by one block. Schemaless JSON of a flat inferred schema skips the dict per record once the
+schema is fixed: a batch's JSON lines are parsed by Arrow and encoded column by column
+(:meth:`AvroWriter._append_arrow`), into the same bytes and the same blocks.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import numpy as np
+import pyarrow as pa
 from fastavro.write import Writer
 
 from formats._rows import RowBuilder, RowFileWriter, row_error
+from formats.arrow_schema import avro_to_arrow
+from formats.avro_columns import FlatField, flat_fields
+from formats.avro_encode import encode_rows
 from formats.base import (
     Batch,
     FileFormat,
@@ -30,7 +37,9 @@ from formats.base import (
     Record,
 )
 from formats.codecs import AVRO_CODECS, DEFAULT_LEVELS
+from formats.json_lines_arrow import LineParser, line_parse_options
 from formats.schema_inference import rename_for_avro
+from kcql.errors import RecordError
 
 __all__ = ["AvroFormat", "AvroWriter"]
 
@@ -66,8 +75,12 @@ class AvroWriter(RowFileWriter):
         self._branches: tuple[tuple[str, str], ...] = ()
         self._block: list[Any] = []
         """Rows in fastavro's open block, to rebuild it if a row fails halfway through encoding."""
+        self._init_arrow()
 
     def append(self, batch: Batch) -> int:
+        taken = self._append_arrow(batch)
+        if taken is not None:
+            return taken
         return self._write_records(batch.records())
 
     def _fixed(self) -> bool:
@@ -92,12 +105,14 @@ class AvroWriter(RowFileWriter):
             sync_interval=_SYNC_INTERVAL,
             compression_level=self._level,
         )
+        self._fix_arrow(schema)
         pending, records = self._take_held()
         self._encode(pending, records, earlier=self._call_start)
 
     def _encode(self, rows: list[Any], records: Sequence[Record], earlier: int = 0) -> None:
         """Encode ``rows``; the first ``earlier`` of them came from earlier calls (see
         :meth:`formats.parquet_format.ParquetWriter._convert` for why that matters)."""
+        self._flush_datums()  # rows appended column-wise come first
         writer = self._writer
         write = writer.write
         rename, branches, block = self._rename, self._branches, self._block
@@ -134,7 +149,7 @@ class AvroWriter(RowFileWriter):
         if self._writer is None:
             now = self._file.count + self._pending_bytes
         else:
-            now = self._file.count + self._writer.io.tell()
+            now = self._file.count + self._writer.io.tell() + self._datum_bytes
         # the open block counts uncompressed until it is written compressed; never report a drop
         self._reported = max(self._reported, now)
         return self._reported
@@ -149,7 +164,170 @@ class AvroWriter(RowFileWriter):
             else:
                 self._fix()
         if self._writer is not None:
+            self._write_datums()  # the last block, as fastavro's flush writes its open one
             self._writer.flush()
+
+    # --- schemaless JSON lines, column-wise (see formats.json_lines_arrow, formats.avro_encode) --
+
+    def _init_arrow(self) -> None:
+        self._lines: LineParser | None = None
+        """Set once the schema is fixed, flat, inferred and needs no renaming: a batch's JSON
+        lines parse into Arrow in one call and encode column by column."""
+        self._flat: tuple[FlatField, ...] = ()
+        self._datums: list[bytes] = []
+        """The open block while rows are appended column-wise (fastavro's own is empty then)."""
+        self._datum_rows: list[list[Any] | pa.RecordBatch] = []
+        """The rows of ``_datums``, to hand them back to fastavro's open block (:meth:`_flush_datums`)."""
+        self._datum_count = 0
+        self._datum_bytes = 0
+
+    def _fix_arrow(self, schema: Any) -> None:
+        """Set up the column-wise path if the fixed ``schema`` allows it (see :meth:`_append_arrow`)."""
+        if self._rows.envelope is not None or self._rows.value.mode != "inferred" or self._rename:
+            return
+        options = line_parse_options(schema)
+        fields = flat_fields(schema)
+        if options is None or fields is None:
+            return
+        self._lines = LineParser(options, avro_to_arrow(schema))
+        self._flat = fields
+
+    def prefetch(self, batch: Batch) -> bool:
+        if self._lines is None:
+            return False
+        self._lines.prefetch(batch)
+        return True
+
+    def _append_arrow(self, batch: Batch) -> int | None:
+        """Append ``batch`` with as much of it column-wise as the file allows; None: not tried.
+
+        Until the schema is fixed, records go one by one and only as many as fixing it needs
+        (as :meth:`formats.parquet_format.ParquetWriter.append` does, which keeps where the
+        schema freezes independent of batching), so the rest of that batch can go column-wise.
+        """
+        if self._rows.envelope is not None:
+            return None
+        done, total = 0, len(batch)
+        while done < total and not self._fixed():
+            part = batch.slice(done) if done else batch
+            want = max(1, self._freeze_at() - len(self._pending)) if self._pending else 1
+            chunk = part.slice(0, want) if want < len(part) else part
+            try:
+                taken = self._write_records(chunk.records())
+            except RecordError as exc:
+                exc.index += done
+                raise
+            done += taken
+            if taken < len(chunk):
+                return done  # the next record starts a new file
+        if done == total:
+            return done
+        rest = batch.slice(done) if done else batch
+        if self._append_lines(rest):
+            return total
+        try:
+            return done + self._write_records(rest.records())
+        except RecordError as exc:
+            exc.index += done
+            raise
+
+    def _append_lines(self, batch: Batch) -> bool:
+        """Append all of ``batch`` column-wise, or nothing (False).
+
+        Only schemaless JSON values whose file schema is frozen, flat, and written without
+        renamed fields: the batch's joined JSON lines are parsed by Arrow into the file's schema
+        (None whenever the per-record path might store a row differently or refuse it, see
+        :class:`~formats.json_lines_arrow.LineParser`) and encoded by
+        :func:`~formats.avro_encode.encode_rows` into exactly the bytes fastavro writes for
+        those rows. Blocks end where fastavro would end them (after the row that brings the open
+        block to ``sync_interval`` bytes), so the file is the per-record path's, byte for byte
+        but for the random sync marker. Anything else goes through the per-record path.
+        """
+        lines = self._lines
+        if lines is None:
+            return False
+        table = lines.rows(batch)
+        if table is None:
+            return False
+        encoded = []
+        for part in table.to_batches():
+            rows = encode_rows(part, self._flat)
+            if rows is None:
+                return False
+            encoded.append((part, *rows))
+        writer = self._writer
+        if writer.block_count:  # rows written one by one are in fastavro's open block: continue it
+            self._datums.append(writer.io.getvalue())
+            self._datum_rows.append(list(self._block))
+            self._datum_count += writer.block_count
+            self._datum_bytes += writer.io.tell()
+            writer.io.clear()
+            writer.block_count = 0
+            self._block.clear()
+        for part, data, ends in encoded:
+            self._add_datums(part, data, ends)
+        self._count += table.num_rows
+        return True
+
+    def _add_datums(self, part: pa.RecordBatch, data: bytes, ends: np.ndarray) -> None:
+        """Add encoded rows to the open block, writing out every block fastavro would have."""
+        first = 0
+        while first < len(ends):
+            base = int(ends[first - 1]) if first else 0
+            # the first row from which the open block holds sync_interval bytes
+            need = self._writer.sync_interval - self._datum_bytes + base
+            last = int(np.searchsorted(ends, need, side="left", sorter=None))
+            if last < first:
+                last = first
+            if last >= len(ends):
+                last = len(ends) - 1
+                full = False
+            else:
+                full = True
+            stop = int(ends[last])
+            self._datums.append(data[base:stop])
+            self._datum_rows.append(part.slice(first, last + 1 - first))
+            self._datum_count += last + 1 - first
+            self._datum_bytes += stop - base
+            if full:
+                self._write_datums()
+            first = last + 1
+
+    def _flush_datums(self) -> None:
+        """Hand the open column-wise block to fastavro before rows are written one by one.
+
+        Its rows go through ``writer.write`` (the same bytes: :func:`encode_rows` is fastavro's
+        encoding), so the block grows and ends exactly as on the per-record path.
+        """
+        if not self._datum_count:
+            return
+        held = self._datum_rows
+        self._datums, self._datum_rows, self._datum_count, self._datum_bytes = [], [], 0, 0
+        write, block = self._writer.write, self._block
+        for item in held:
+            for row in item if isinstance(item, list) else item.to_pylist():
+                write(row)
+                if self._writer.block_count:
+                    block.append(row)
+                else:  # pragma: no cover - less than a block is held: fastavro dumps none of it
+                    block.clear()
+
+    def _write_datums(self) -> None:
+        """Write the open column-wise block out, as fastavro's ``flush`` writes its open block."""
+        if self._datum_count:
+            self._writer.write_block(_Datums(b"".join(self._datums), self._datum_count))
+            self._datums, self._datum_rows, self._datum_count, self._datum_bytes = [], [], 0, 0
+
+
+class _Datums:
+    """What ``fastavro.write.Writer.write_block`` reads of a block: its encoded rows, uncompressed
+    (it compresses them with the file's codec and writes the count, size and sync marker)."""
+
+    __slots__ = ("bytes_", "num_records")
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self.bytes_ = io.BytesIO(data)
+        self.num_records = count
 
 
 def _record_branches(parsed: Any) -> tuple[tuple[str, str], ...]:

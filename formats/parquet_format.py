@@ -23,7 +23,6 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
 
@@ -40,6 +39,7 @@ from formats.base import (
     RecordFormatError,
 )
 from formats.codecs import DEFAULT_LEVELS, PARQUET_CODECS
+from formats.json_lines_arrow import LineParser, line_parse_options
 from formats.schema_evolution import Decision
 from kcql.errors import RecordError
 
@@ -51,102 +51,6 @@ _ROW_GROUP_BYTES = 64 * 1024 * 1024
 _EAGER_ROWS = 64
 """Calls with at least this many rows are converted at once; smaller ones are validated and batched."""
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
-_EXACT_DOUBLE = 2.0**53
-"""Doubles from this magnitude on may have been rounded from a JSON integer."""
-_LINES, _CHECKED = "parquet-lines", "parquet-checked"
-"""Keys of a batch's memo: Arrow's parse of its JSON lines, and the same parse checked."""
-_LINE_TYPES = frozenset(("long", "double", "string", "boolean"))
-"""Inferred field types whose Arrow JSON parsing matches ``json.loads`` + ``from_pylist`` exactly
-(a JSON integer in a ``double`` column becomes a double in both; a field always null so far,
-Avro ``null``, is excluded: a later text there rolls the file on the per-record path)."""
-
-
-def _line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
-    """Arrow JSON parse options for a file of flat inferred records, or None when not flat."""
-    if not isinstance(avro, dict) or avro.get("type") != "record":
-        return None
-    fields = []
-    for field in avro["fields"]:
-        kind = field["type"]
-        if isinstance(kind, list):
-            branches = [b for b in kind if b != "null"]
-            if len(branches) != 1:
-                return None
-            kind = branches[0]
-        if not isinstance(kind, str) or kind not in _LINE_TYPES:
-            return None
-        fields.append(field["name"])
-    if len(set(fields)) != len(fields):
-        return None
-    return pa_json.ParseOptions(
-        explicit_schema=avro_to_arrow(avro), unexpected_field_behavior="error", newlines_in_values=False
-    )
-
-
-class LineParser:
-    """Parses a block of JSON lines into a table of one frozen file schema, or returns None.
-
-    None for anything the per-record path might decide differently: a line Arrow does not parse
-    into that schema (a missing/extra/retyped field, a number out of range, a malformed line),
-    invalid UTF-8 (Arrow keeps it, ``json.loads`` rejects it), a non-finite double (Arrow also
-    reads ``-NaN``, which ``json.loads`` rejects) and a double from 2**53 on (Arrow rounds a JSON
-    integer there, the per-record path decides it).
-
-    Two halves: :meth:`__call__` is one Arrow call, which only reads frozen state and releases
-    the GIL, so it may run on another thread while the caller consumes; :meth:`checked` runs
-    the checks on the caller's thread. A worker thread waits for the GIL at each crossing back
-    into Python, up to the interpreter's switch interval (5 ms) while the consuming thread runs
-    Python code, so the checks' dozen small Arrow calls cost far more there than here.
-    """
-
-    __slots__ = ("_doubles", "_options", "_schema")
-
-    def __init__(self, options: pa_json.ParseOptions, schema: pa.Schema) -> None:
-        self._options = options
-        self._schema = schema
-        self._doubles = [f.name for f in schema if pa.types.is_float64(f.type)]
-
-    def __call__(self, data: bytes) -> pa.Table | None:
-        """Arrow's parse of ``data``, unchecked; None when Arrow refuses it."""
-        try:
-            return pa_json.read_json(
-                pa.py_buffer(data),
-                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                parse_options=self._options,
-            )
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return None
-
-    def parse_batch(self, batch: Batch) -> pa.Table | None:
-        """:meth:`__call__` of the batch's framed JSON lines (thread-safe: the batch's forms are)."""
-        data = batch.json_lines(checked=False)
-        return None if data is None else self(data)
-
-    def checked_batch(self, batch: Batch) -> pa.Table | None:
-        """The batch's rows, parsed (or taken from :meth:`parse_batch` run ahead) and checked."""
-        table = self.checked(batch.memo((_LINES, self), self.parse_batch))
-        return table if table is not None and table.num_rows == len(batch) else None
-
-    def checked(self, table: pa.Table | None) -> pa.Table | None:
-        """``table`` (a result of :meth:`__call__`) if the per-record path would store it so."""
-        if table is None:
-            return None
-        try:
-            table.validate(full=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return None
-        if not table.schema.equals(self._schema):
-            return None
-        for column in self._doubles:
-            values = table.column(column)
-            if pc.any(pc.invert(pc.is_finite(values))).as_py():
-                return None
-            biggest = pc.max(pc.abs(values)).as_py()
-            if biggest is not None and biggest >= _EXACT_DOUBLE:
-                return None
-        return table
-
-
 class ParquetWriter(RowFileWriter):
     """Streams rows into one Parquet file."""
 
@@ -237,7 +141,7 @@ class ParquetWriter(RowFileWriter):
         # fastavro decodes uuid logical types to uuid.UUID, which Arrow will not take as a string
         self._uuids = '"uuid"' in json.dumps(avro)
         if self._settings.envelope is None and self._rows.value.mode == "inferred" and not self._wrap:
-            options = _line_parse_options(avro)
+            options = line_parse_options(avro)
             if options is not None:
                 self._parser = LineParser(options, self._schema)
         rows, records = self._take_held()
@@ -311,7 +215,7 @@ class ParquetWriter(RowFileWriter):
         parser = self._parser
         if parser is None:
             return False
-        batch.ahead((_LINES, parser), parser.parse_batch)
+        parser.prefetch(batch)
         return True
 
     def _cheap_rows(self, batch: Batch) -> pa.Table | None:
@@ -323,14 +227,7 @@ class ParquetWriter(RowFileWriter):
         """
         parser = self._parser
         if parser is not None:
-            whole, start = batch.whole()
-            table = whole.memo((_CHECKED, parser), parser.checked_batch)
-            if table is not None:
-                return table if whole is batch else table.slice(start, len(batch))
-            if whole is batch:
-                return None
-            # a line elsewhere in the consumed batch does not fit this file: try this slice alone
-            return parser.checked_batch(batch)
+            return parser.rows(batch)
         value = self._rows.value
         if self._settings.envelope is not None or value.mode != "given" or self._wrap or self._uuids:
             return None
@@ -366,14 +263,15 @@ class ParquetWriter(RowFileWriter):
     def _write_row_group(self) -> None:
         if not self._batches:
             return
+        table = pa.Table.from_batches(self._batches, schema=self._schema)
         if self._writer is None:
             self._writer = pq.ParquetWriter(
                 self._native(),
                 self._schema,
                 compression=self._codec,
                 compression_level=self._level if self._codec in ("gzip", "zstd", "brotli") else None,
+                use_dictionary=_dictionary_columns(table),
             )
-        table = pa.Table.from_batches(self._batches, schema=self._schema)
         self._writer.write_table(table, row_group_size=table.num_rows)
         self._batches, self._batch_rows, self._batch_bytes = [], 0, 0
 
@@ -437,6 +335,41 @@ class ParquetWriter(RowFileWriter):
                 writer.close()
         finally:
             self._close_native()
+
+
+_DICTIONARY_SAMPLE = 2048
+_DICTIONARY_MIN = 256
+_DICTIONARY_MAX_RATIO = 0.5
+
+
+def _dictionary_columns(table: pa.Table) -> bool | list[str]:
+    """Columns worth dictionary-encoding, judged on the file's first row group.
+
+    Arrow dictionary-encodes every column by default and falls back to plain pages only once the
+    dictionary reaches 1 MB, so a column of mostly distinct text (ids, padding, timestamps) is
+    hashed into a dictionary that is then thrown away: about a fifth of the encoder's time for
+    such records. A text column whose first rows are more than half distinct is written plain from
+    the start; the values are the same, only the page encoding differs (both are standard
+    Parquet, and a fallback file already mixes them). Any nested field: Arrow's default.
+    """
+    if any(not (pa.types.is_primitive(f.type) or _is_text(f.type)) for f in table.schema):
+        return True
+    names = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        if _is_text(field.type):
+            sample = column.slice(0, _DICTIONARY_SAMPLE)
+            present = len(sample) - sample.null_count
+            distinct = pc.count_distinct(sample).as_py() if present >= _DICTIONARY_MIN else 0
+            if distinct > _DICTIONARY_MAX_RATIO * present:
+                continue
+        names.append(field.name)
+    if len(names) == table.num_columns:
+        return True
+    return names or False
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind))
 
 
 def _ints_as_doubles(value: Any, arrow_type: Any) -> Any:

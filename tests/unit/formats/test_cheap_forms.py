@@ -288,6 +288,8 @@ def expected_forms(fmt: str, value: str) -> tuple[str | None, str | None]:
         used = "json"
     elif fmt == "PARQUET" and offered is not None:
         used = offered
+    elif fmt == "AVRO" and offered == "json":
+        used = "json"  # schemaless values: JSON lines parsed by Arrow, encoded column-wise
     return offered, used
 
 

@@ -1,0 +1,135 @@
+"""Blocks of JSON lines parsed by Arrow straight into a file's frozen schema, when exact.
+
+PARQUET and AVRO share it: once a file's schema is frozen and is a record of flat inferred fields
+(``long``, ``double``, ``string``, ``boolean``, possibly nullable), a consumed batch's joined JSON
+lines (``Batch.json_lines``) parse in one Arrow call into that schema, instead of ``json.loads``
+and a dict per record. :class:`LineParser` returns ``None`` whenever the per-record path might
+decide differently, so the caller falls back to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
+
+from formats.arrow_schema import avro_to_arrow
+from formats.base import Batch
+
+__all__ = ["LineParser", "line_parse_options"]
+
+_EXACT_DOUBLE = 2.0**53
+"""Doubles from this magnitude on may have been rounded from a JSON integer."""
+_LINES, _CHECKED = "json-lines-parse", "json-lines-checked"
+"""Keys of a batch's memo: Arrow's parse of its JSON lines, and the same parse checked."""
+_LINE_TYPES = frozenset(("long", "double", "string", "boolean"))
+"""Inferred field types whose Arrow JSON parsing matches ``json.loads`` + ``from_pylist`` exactly
+(a JSON integer in a ``double`` column becomes a double in both; a field always null so far,
+Avro ``null``, is excluded: a later text there rolls the file on the per-record path)."""
+
+
+def line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
+    """Arrow JSON parse options for a file of flat inferred records, or None when not flat."""
+    if not isinstance(avro, dict) or avro.get("type") != "record":
+        return None
+    fields = []
+    for field in avro["fields"]:
+        kind = field["type"]
+        if isinstance(kind, list):
+            branches = [b for b in kind if b != "null"]
+            if len(branches) != 1:
+                return None
+            kind = branches[0]
+        if not isinstance(kind, str) or kind not in _LINE_TYPES:
+            return None
+        fields.append(field["name"])
+    if len(set(fields)) != len(fields):
+        return None
+    return pa_json.ParseOptions(
+        explicit_schema=avro_to_arrow(avro), unexpected_field_behavior="error", newlines_in_values=False
+    )
+
+
+class LineParser:
+    """Parses a block of JSON lines into a table of one frozen file schema, or returns None.
+
+    None for anything the per-record path might decide differently: a line Arrow does not parse
+    into that schema (a missing/extra/retyped field, a number out of range, a malformed line),
+    invalid UTF-8 (Arrow keeps it, ``json.loads`` rejects it), a non-finite double (Arrow also
+    reads ``-NaN``, which ``json.loads`` rejects) and a double from 2**53 on (Arrow rounds a JSON
+    integer there, the per-record path decides it).
+
+    Two halves: :meth:`__call__` is one Arrow call, which only reads frozen state and releases
+    the GIL, so it may run on another thread while the caller consumes; :meth:`checked` runs
+    the checks on the caller's thread. A worker thread waits for the GIL at each crossing back
+    into Python, up to the interpreter's switch interval (5 ms) while the consuming thread runs
+    Python code, so the checks' dozen small Arrow calls cost far more there than here.
+    """
+
+    __slots__ = ("_doubles", "_options", "_schema")
+
+    def __init__(self, options: pa_json.ParseOptions, schema: pa.Schema) -> None:
+        self._options = options
+        self._schema = schema
+        self._doubles = [f.name for f in schema if pa.types.is_float64(f.type)]
+
+    def __call__(self, data: bytes) -> pa.Table | None:
+        """Arrow's parse of ``data``, unchecked; None when Arrow refuses it."""
+        try:
+            return pa_json.read_json(
+                pa.py_buffer(data),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                parse_options=self._options,
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+
+    def parse_batch(self, batch: Batch) -> pa.Table | None:
+        """:meth:`__call__` of the batch's framed JSON lines (thread-safe: the batch's forms are)."""
+        data = batch.json_lines(checked=False)
+        return None if data is None else self(data)
+
+    def checked_batch(self, batch: Batch) -> pa.Table | None:
+        """The batch's rows, parsed (or taken from :meth:`parse_batch` run ahead) and checked."""
+        table = self.checked(batch.memo((_LINES, self), self.parse_batch))
+        return table if table is not None and table.num_rows == len(batch) else None
+
+    def prefetch(self, batch: Batch) -> None:
+        """Start :meth:`parse_batch` of ``batch`` on its helper thread (see ``FormatWriter.prefetch``)."""
+        batch.ahead((_LINES, self), self.parse_batch)
+
+    def rows(self, batch: Batch) -> pa.Table | None:
+        """``batch``'s rows in the file's schema, exactly as the per-record path makes them, or None.
+
+        The consumed batch a slice comes from is parsed and checked once (memoised on it, maybe
+        parsed ahead); a slice takes its rows from that. When a line elsewhere in the consumed
+        batch does not fit, the slice alone is tried.
+        """
+        whole, start = batch.whole()
+        table = whole.memo((_CHECKED, self), self.checked_batch)
+        if table is not None:
+            return table if whole is batch else table.slice(start, len(batch))
+        if whole is batch:
+            return None
+        return self.checked_batch(batch)
+
+    def checked(self, table: pa.Table | None) -> pa.Table | None:
+        """``table`` (a result of :meth:`__call__`) if the per-record path would store it so."""
+        if table is None:
+            return None
+        try:
+            table.validate(full=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+        if not table.schema.equals(self._schema):
+            return None
+        for column in self._doubles:
+            values = table.column(column)
+            if pc.any(pc.invert(pc.is_finite(values))).as_py():
+                return None
+            biggest = pc.max(pc.abs(values)).as_py()
+            if biggest is not None and biggest >= _EXACT_DOUBLE:
+                return None
+        return table
