@@ -3,7 +3,8 @@
 Starts one Tansu broker and one SeaweedFS (stopped by PID at the end), runs every cell of
 flush {count, size, interval} x storage {local, s3} x {default layout, PARTITIONBY} with the
 default commit protocol (conditional on both), the S3 cells again with ``--protocols`` (default:
-``copy``, the weaker mode's upload-copy-delete), plus the
+``copy``, the weaker mode's upload-copy-delete), a ``multipart`` cell whose files stream to S3 in
+5 MiB parts while they are written (kills mid-part and before completion), plus the
 headline cell (S3, PARTITIONBY, count flush) with ``--records`` records and ``--kills`` kills,
 prints a summary table and writes it to ``chaos/results/latest.json``. Exit status 1 if any
 cell lost, duplicated or invented a record.
@@ -112,6 +113,20 @@ def main(argv: list[str] | None = None) -> int:
                     protocol=protocol,
                 )
             )
+        # files streamed to S3 as multipart uploads while written: kills land mid-part, between
+        # parts, before completion (2 partitions x 2 files of ~3 parts each at 2 KB values)
+        scenarios.append(
+            Scenario(
+                flush="multipart",
+                storage="s3",
+                records=min(args.cell_records, 24_000),
+                partitions=2,
+                pad=2_000,
+                kills=args.cell_kills,
+                kill_window=(1.5, 7.0),
+                seed=args.seed + len(cells) + 1,
+            )
+        )
         if args.only:
             scenarios = [s for s in scenarios if args.only in s.name]
 

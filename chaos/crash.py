@@ -90,6 +90,8 @@ class Scenario:
     kill_window: tuple[float, float] = (1.0, 8.0)
     inflight_kills: bool = True  # S3 only: some kills while an upload / index write is parked
     protocol: str = "auto"  # connect.s3.commit.protocol: auto (conditional here) | conditional | copy
+    pad: int = 0
+    """Bytes of padding per value (0: a few, varying). The ``multipart`` flush needs big values."""
     drain_timeout: float = 300.0
     seed: int = 0
     name: str = field(default="")
@@ -105,6 +107,9 @@ class Scenario:
             "count": f"'flush.count'={max(50, self.records // 40)}, 'flush.interval'=4",
             "size": "'flush.size'=32768, 'flush.count'=100000000, 'flush.interval'=4",
             "interval": "'flush.interval'=1, 'flush.count'=100000000",
+            # files of several 5 MiB parts, streamed to S3 while they are written (MULTIPART_PART_SIZE)
+            "multipart": f"'flush.count'={max(50, self.records // (2 * self.partitions))}, "
+                         "'flush.size'=1000000000, 'flush.interval'=30",
         }[self.flush]
         partition = " PARTITIONBY kind" if self.partition_by else ""
         return (
@@ -113,7 +118,12 @@ class Scenario:
         )
 
 
-def produce(bootstrap: str, topic: str, records: int, partitions: int) -> set[Triple]:
+MULTIPART_PART_SIZE = 5 * 1024 * 1024
+"""``connect.s3.multipart.part.size`` of the ``multipart`` cells: S3's smallest part, so that a
+file of a few thousand padded records streams up in several parts (in-flight kills hit them)."""
+
+
+def produce(bootstrap: str, topic: str, records: int, partitions: int, pad: int = 0) -> set[Triple]:
     """Produce ``records`` JSON values ``{"n": i, "kind": ...}`` round-robin over the partitions.
 
     Returns the (topic, partition, offset) of every record as the broker acknowledged it in the
@@ -130,7 +140,7 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int) -> set[Tr
 
     prod = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 5000})
     for i in range(records):
-        value = json.dumps({"n": i, "kind": KINDS[i % len(KINDS)], "pad": "x" * (i % 37)}).encode()
+        value = json.dumps({"n": i, "kind": KINDS[i % len(KINDS)], "pad": "x" * (pad or i % 37)}).encode()
         while True:
             try:
                 prod.produce(
@@ -207,7 +217,7 @@ def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = 
     topic = f"chaos-{scn.name}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=scn.partitions)])[topic].result(timeout=20)
-    expected = produce(bootstrap, topic, scn.records, scn.partitions)
+    expected = produce(bootstrap, topic, scn.records, scn.partitions, scn.pad)
 
     props: dict[str, str] = {
         "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
@@ -232,6 +242,8 @@ def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = 
     else:
         props["connect.storage"] = "local"
         props["connect.local.root"] = str(work / "out")
+    if scn.flush == "multipart":
+        props["connect.s3.multipart.part.size"] = str(MULTIPART_PART_SIZE)
     props.update(extra)
     config = work / "connector.json"
     config.write_text(json.dumps({"name": f"chaos-{uuid.uuid4().hex[:8]}", "config": props}, indent=2))
