@@ -7,16 +7,24 @@ reversibly there. Rows are buffered only until the file's schema is fixed (the f
 ``FREEZE_ROWS`` records, see :mod:`formats._rows`); after that fastavro encodes each record into
 its block buffer and writes a compressed block every ``sync_interval`` bytes, so memory stays
 bounded by one block.
+
+Pass-through: a batch whose values are Confluent Avro bodies of one record schema
+(:meth:`formats.base.Batch.avro_bodies`) goes into a file of exactly that schema (no envelope; the
+file's schema is then the registry's writer schema, as the decoding path writes it) as the bodies
+are: they are appended to the open block and blocks are cut where fastavro would cut them, so
+the file is the one the decoding path writes, without decoding or encoding a value.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import fastavro
+import numpy as np
 from fastavro.write import Writer
 
 from formats._rows import RowBuilder, RowFileWriter, row_error
@@ -35,6 +43,20 @@ __all__ = ["AvroFormat", "AvroWriter"]
 
 _SYNC_INTERVAL = 256 * 1024
 """Uncompressed bytes per Avro block: large enough for good compression, small enough for memory."""
+_WIRE_HEADER = 5
+"""Confluent wire header before an Avro body: magic byte 0 and a 4-byte schema id."""
+_body = itemgetter(slice(_WIRE_HEADER, None))
+
+
+class _RawBlock:
+    """What ``fastavro.write.Writer.write_block`` reads of a block: its record count and its
+    uncompressed bytes (it compresses them with the file's codec)."""
+
+    __slots__ = ("bytes_", "num_records")
+
+    def __init__(self, num_records: int, data: bytes) -> None:
+        self.num_records = num_records
+        self.bytes_ = io.BytesIO(data)
 
 
 def _check_codec_available(codec: str) -> None:
@@ -63,9 +85,91 @@ class AvroWriter(RowFileWriter):
         self._branches: tuple[tuple[str, str], ...] = ()
         self._block: list[Any] = []
         """Rows in fastavro's open block, to rebuild it if a row fails halfway through encoding."""
+        self._open: list[bytes] = []
+        """Encoded records of the open block taken as bodies (pass-through), not yet written:
+        fastavro's own open block cannot take bytes, so the pass-through keeps its own."""
+        self._open_count = 0
+        self._open_size = 0
+        self.passed_through = 0
+        """Records written as they came (pass-through), for tests and diagnostics."""
 
     def append(self, batch: Batch) -> int:
+        if self._rows.envelope is None and not self._pending:
+            bodies = batch.avro_bodies()
+            if bodies is not None:
+                taken = self._append_bodies(*bodies)
+                if taken is not None:
+                    return taken
         return self._write_records(batch.records())
+
+    # -- pass-through ----------------------------------------------------------------------------
+
+    def _append_bodies(self, values: Sequence[bytes], schema: Any) -> int | None:
+        """Append Confluent Avro ``values`` of writer schema ``schema`` as they are; how many
+        were taken (``0``: they start a new file), or ``None`` when they must be decoded (the
+        file's schema differs and could take them only projected)."""
+        taken = self._rows.take_given(schema, len(values))
+        if not taken:
+            return taken
+        if self._writer is None:
+            self._fix()  # nothing is held: the writer starts with the schema just taken
+        writer = self._writer
+        if writer.block_count:
+            # rows fastavro holds in its open block come first: move them into ours
+            self._open.append(writer.io.getvalue())
+            self._open_count += writer.block_count
+            self._open_size = writer.io.tell()
+            writer.io.clear()
+            writer.block_count = 0
+            self._block.clear()
+        count = len(values)
+        lengths = np.fromiter(map(len, values), np.int64, count) - _WIRE_HEADER
+        ends = np.cumsum(lengths) + self._open_size  # the open block's size after each record
+        base = 0  # ... minus what was written out before it
+        start = 0
+        while True:
+            # fastavro writes a block out after the record that takes it to sync_interval bytes
+            cut = int(np.searchsorted(ends, base + _SYNC_INTERVAL, side="left"))
+            if cut >= count:
+                break
+            self._open.extend(map(_body, values[start : cut + 1]))
+            self._open_count += cut + 1 - start
+            self._dump_open()
+            base, start = int(ends[cut]), cut + 1
+        if start < count:
+            self._open.extend(map(_body, values[start:]))
+            self._open_count += count - start
+            self._open_size = int(ends[-1]) - base
+        self._count += taken
+        self.passed_through += taken
+        return taken
+
+    def _rows_from_open(self) -> None:
+        """Hand the pass-through's open block to fastavro as rows (decoded, at most one block's
+        worth), so rows after bodies continue the same block as on the decoding path and the
+        file's blocks do not depend on which path wrote which records."""
+        writer = self._writer
+        data = io.BytesIO(b"".join(self._open))
+        count, self._open, self._open_count, self._open_size = self._open_count, [], 0, 0
+        for _ in range(count):
+            try:
+                row = fastavro.schemaless_reader(data, writer.schema, None)
+            except Exception as exc:  # a body that does not match its schema id's schema
+                raise FormatError(
+                    f"an Avro body written through does not decode with its schema: {exc}; "
+                    "the file is incomplete and must be discarded"
+                ) from exc
+            writer.write(row)
+            if writer.block_count == 0:
+                self._block.clear()
+            else:
+                self._block.append(row)
+
+    def _dump_open(self) -> None:
+        """Write the pass-through's open block (compressed by fastavro with the file's codec)."""
+        if self._open_count:
+            self._writer.write_block(_RawBlock(self._open_count, b"".join(self._open)))
+        self._open, self._open_count, self._open_size = [], 0, 0
 
     def _fixed(self) -> bool:
         return self._writer is not None
@@ -95,6 +199,8 @@ class AvroWriter(RowFileWriter):
     def _encode(self, rows: list[Any], records: Sequence[Record], earlier: int = 0) -> None:
         """Encode ``rows``; the first ``earlier`` of them came from earlier calls (see
         :meth:`formats.parquet_format.ParquetWriter._convert` for why that matters)."""
+        if self._open_count:
+            self._rows_from_open()  # bodies taken before these rows: they share the open block
         writer = self._writer
         write = writer.write
         rename, branches, block = self._rename, self._branches, self._block
@@ -131,7 +237,7 @@ class AvroWriter(RowFileWriter):
         if self._writer is None:
             now = self._file.count + self._pending_bytes
         else:
-            now = self._file.count + self._writer.io.tell()
+            now = self._file.count + self._writer.io.tell() + self._open_size
         # the open block counts uncompressed until it is written compressed; never report a drop
         self._reported = max(self._reported, now)
         return self._reported
@@ -146,6 +252,7 @@ class AvroWriter(RowFileWriter):
             else:
                 self._fix()
         if self._writer is not None:
+            self._dump_open()
             self._writer.flush()
 
 

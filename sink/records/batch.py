@@ -7,8 +7,9 @@ per file, and whose format writers append the slices. A batch is immutable and c
 * what file names and offsets need, without converting anything: first/last offset, the
   timestamps, the offset of any record;
 * the cheap forms its messages have, each holding exactly the records of the per-record view:
-  the joined one-line JSON text (:mod:`sink.records.json_text`) and the Arrow columns of decoded
-  flat Avro (:mod:`sink.records.avro_values`), decoded only when a format asks;
+  the joined one-line JSON text (:mod:`sink.records.json_text`), the Arrow columns of decoded
+  flat Avro (:mod:`sink.records.avro_values`), decoded only when a format asks, and the Avro
+  bodies of such a run as they came (for an Avro file of that very schema);
 * always the per-record view (:meth:`RecordBatch.records`), which converts each message when it is
   first read and raises the record's :class:`~kcql.errors.RecordError` (with its index and stage)
   at the first bad one.
@@ -198,6 +199,20 @@ class Source:
         return batch, writer
 
 
+    def avro_bodies(self, start: int, stop: int) -> tuple[Sequence[bytes], Any] | None:
+        """The values as consumed (5-byte Confluent header, then the body) and their writer
+        schema, when every body of the run decodes cleanly (:meth:`avro_columns`, computed once
+        per run and shared): a body is written through only when the per-record path would have
+        read it without an error, and read the same. So only flat record schemas have them."""
+        if self.transformed or self.messages is None:
+            return None
+        columns = self.avro_columns(start, stop)
+        if columns is None:
+            return None
+        values: list[bytes] = list(map(_value, self.messages[start:stop]))  # type: ignore[arg-type]
+        return values, columns[1]
+
+
 class MappedSource(Source):
     """Records of another batch, each mapped by a function when first read (a projection), with
     the origin's decoded Avro columns mapped by ``columns`` when it gives them (see
@@ -240,6 +255,10 @@ class MappedSource(Source):
         return self._offsets
 
     def json_lines(self, start: int, stop: int, checked: bool) -> bytes | None:
+        return None
+
+    def avro_bodies(self, start: int, stop: int) -> tuple[Sequence[bytes], Any] | None:
+        """None: the bodies are the unmapped values (a projection changes what a file holds)."""
         return None
 
     def origin_slice(self, start: int, stop: int) -> RecordBatch:
@@ -432,6 +451,10 @@ class RecordBatch:
     def avro_schema(self) -> tuple[Any, pa.Schema] | None:
         """See ``formats.base.Batch.avro_schema``."""
         return self._src.avro_schema()
+
+    def avro_bodies(self) -> tuple[Sequence[bytes], Any] | None:
+        """See ``formats.base.Batch.avro_bodies``."""
+        return self._src.avro_bodies(self._start, self._stop)
 
     # -- slices and shared work -----------------------------------------------------------------
 
