@@ -48,6 +48,14 @@ _WIRE_HEADER = 5
 _body = itemgetter(slice(_WIRE_HEADER, None))
 
 
+_BODIES = "avro-bodies"
+"""The :meth:`Batch.memo` key of a batch's bodies (computed ahead by :meth:`AvroWriter.prefetch`)."""
+
+
+def _bodies_of(batch: Batch) -> tuple[Sequence[bytes], Any] | None:
+    return batch.avro_bodies()
+
+
 class _RawBlock:
     """What ``fastavro.write.Writer.write_block`` reads of a block: its record count and its
     uncompressed bytes (it compresses them with the file's codec)."""
@@ -93,9 +101,18 @@ class AvroWriter(RowFileWriter):
         self.passed_through = 0
         """Records written as they came (pass-through), for tests and diagnostics."""
 
+    def prefetch(self, batch: Batch) -> bool:
+        """Check the bodies of a Confluent Avro batch (decoding its columns) on the helper thread,
+        while the consumer fetches the next messages: the one per-record cost the pass-through
+        keeps."""
+        if self._rows.envelope is not None or batch.avro_schema() is None:
+            return False
+        batch.ahead(_BODIES, _bodies_of)
+        return True
+
     def append(self, batch: Batch) -> int:
         if self._rows.envelope is None and not self._pending:
-            bodies = batch.avro_bodies()
+            bodies = batch.memo(_BODIES, _bodies_of)
             if bodies is not None:
                 taken = self._append_bodies(*bodies)
                 if taken is not None:

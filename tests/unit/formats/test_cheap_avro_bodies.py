@@ -257,3 +257,32 @@ def test_an_empty_file_and_a_single_record(tmp_path: Path) -> None:
     per_record, cheap = both(tmp_path, avro(), readings(range(1)))
     assert_same(per_record, cheap)
     assert cheap.files[0]["rows"] == per_record.files[0]["rows"] and len(cheap.files[0]["rows"]) == 1
+
+
+def test_bodies_checked_ahead_on_the_helper_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prefetch`` decodes the columns (the check of the bodies) on the batch's helper thread;
+    ``append`` then takes the bodies it found. The file is still the decoding path's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import sink.records.avro_values as avro_values
+
+    threads: list[str] = []
+    decode = avro_values.decode_values
+
+    def spy(*args: Any) -> Any:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        return decode(*args)
+
+    monkeypatch.setattr(avro_values, "decode_values", spy)
+    counted = Counted(monkeypatch)
+    items = messages(readings(range(3000)))
+    with ThreadPoolExecutor(1, thread_name_prefix="helper") as executor:
+        per_record, cheap = builders(lambda: avro_converter(REGISTRY), executor=executor)
+        reference = sink(tmp_path / "per-record", avro(), per_record, items, [500], prefetch=True)
+        outcome = sink(tmp_path / "cheap", avro(), cheap, items, [500], prefetch=True)
+    assert_same(reference, outcome)
+    assert counted.total == 3000
+    # one decode per poll; the first poll has no open file to prefetch for
+    assert threads == ["MainThread"] + ["helper_0"] * 5
