@@ -17,7 +17,9 @@ the file is the one the decoding path writes, without decoding or encoding a val
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 from collections.abc import Sequence
 from operator import itemgetter
 from pathlib import Path
@@ -98,6 +100,8 @@ class AvroWriter(RowFileWriter):
         fastavro's own open block cannot take bytes, so the pass-through keeps its own."""
         self._open_count = 0
         self._open_size = 0
+        self._first: Record | None = None
+        """The file's first record when the pass-through fixed the schema (for the sync marker)."""
         self.passed_through = 0
         """Records written as they came (pass-through), for tests and diagnostics."""
 
@@ -114,14 +118,15 @@ class AvroWriter(RowFileWriter):
         if self._rows.envelope is None and not self._pending:
             bodies = batch.memo(_BODIES, _bodies_of)
             if bodies is not None:
-                taken = self._append_bodies(*bodies)
+                first = None if self._writer is not None else batch.records()[0]  # for the sync marker
+                taken = self._append_bodies(*bodies, first)
                 if taken is not None:
                     return taken
         return self._write_records(batch.records())
 
     # -- pass-through ----------------------------------------------------------------------------
 
-    def _append_bodies(self, values: Sequence[bytes], schema: Any) -> int | None:
+    def _append_bodies(self, values: Sequence[bytes], schema: Any, first: Record | None = None) -> int | None:
         """Append Confluent Avro ``values`` of writer schema ``schema`` as they are; how many
         were taken (``0``: they start a new file), or ``None`` when they must be decoded (the
         file's schema differs and could take them only projected)."""
@@ -129,7 +134,8 @@ class AvroWriter(RowFileWriter):
         if not taken:
             return taken
         if self._writer is None:
-            self._fix()  # nothing is held: the writer starts with the schema just taken
+            self._first = first  # nothing is held: the writer starts with the schema just taken
+            self._fix()
         writer = self._writer
         if writer.block_count:
             # rows fastavro holds in its open block come first: move them into ours
@@ -203,12 +209,14 @@ class AvroWriter(RowFileWriter):
             message = f"the record's Avro schema cannot be used: {exc}"
             raise self._unusable_schema(message, exc, "AVRO") from exc
         self._branches = _record_branches(parsed) if self._rows.envelope is not None else ()
+        first = self._pending_records[0] if self._pending_records else self._first
         self._writer = Writer(
             self._file,  # type: ignore[arg-type]  # a binary file-like object, all fastavro needs
             parsed,
             codec=self._codec,
             sync_interval=_SYNC_INTERVAL,
             compression_level=self._level,
+            sync_marker=_sync_marker(first, self._codec, schema),
         )
         pending, records = self._take_held()
         self._encode(pending, records, earlier=self._call_start)
@@ -271,6 +279,20 @@ class AvroWriter(RowFileWriter):
         if self._writer is not None:
             self._dump_open()
             self._writer.flush()
+
+
+def _sync_marker(first: Record | None, codec: str, schema: Any) -> bytes:
+    """The file's 16-byte sync marker, derived from what makes the file: its first record's
+    topic, partition and offset, its codec and its schema. A file written again from the same
+    records (a replay after a crash, a second sink over the same topic) is then the same bytes,
+    whichever path wrote which record; two files of one partition never share a first offset.
+    (The Avro spec asks for a marker unlikely to occur in the data: a hash is as unlikely as a
+    random draw.) Without a first record (an empty file) fastavro draws one."""
+    if first is None:
+        return b""
+    made_of = [first.topic, first.partition, first.offset, codec, schema]
+    identity = json.dumps(made_of, sort_keys=True, default=str)
+    return hashlib.blake2b(identity.encode(), digest_size=16, person=b"kcql-avro-sync").digest()
 
 
 def _record_branches(parsed: Any) -> tuple[tuple[str, str], ...]:
