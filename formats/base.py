@@ -102,8 +102,8 @@ class Batch(Protocol):
         """The values as consumed, each a 5-byte Confluent wire header (magic byte 0 and one
         schema id, the same for all) then its Avro binary body, and that id's writer schema, so
         an Avro file of exactly that schema can take the bodies as they are. Present only when
-        every body decodes cleanly, to the values :meth:`records` gives (the flat record schemas
-        of :meth:`avro_columns`); ``None`` otherwise, and for mixed ids, tombstones, other
+        every body would decode cleanly, to the values :meth:`records` gives (checked; the flat
+        record schemas of :meth:`avro_columns`); ``None`` otherwise, and for mixed ids, tombstones, other
         converters, transformed or projected records."""
 
     def whole(self) -> tuple[Self, int]:

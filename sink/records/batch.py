@@ -66,8 +66,9 @@ class Source:
     the cheap forms. Built by :mod:`sink.records.intake` (or :func:`batches_of`); not used directly."""
 
     __slots__ = (
-        "_avro", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro", "check_json",
-        "check_keys", "convert", "executor", "json", "messages", "records", "transformed", "values",
+        "_avro", "_bodies", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro",
+        "check_json", "check_keys", "convert", "executor", "json", "messages", "records", "transformed",
+        "values",
     )
 
     def __init__(
@@ -106,6 +107,7 @@ class Source:
         self._keys_ok: bool | None = None
         self._avro: tuple[pa.RecordBatch, Any] | None = None
         self._decoded = False
+        self._bodies: tuple[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.records)
@@ -201,16 +203,36 @@ class Source:
 
     def avro_bodies(self, start: int, stop: int) -> tuple[Sequence[bytes], Any] | None:
         """The values as consumed (5-byte Confluent header, then the body) and their writer
-        schema, when every body of the run decodes cleanly (:meth:`avro_columns`, computed once
-        per run and shared): a body is written through only when the per-record path would have
-        read it without an error, and read the same. So only flat record schemas have them."""
-        if self.transformed or self.messages is None:
+        schema, when every body of the run would decode cleanly column by column (checked once
+        per run, without building the columns, :func:`~sink.records.avro_values.check_values`;
+        or known from :meth:`avro_columns` when they were decoded already): a body is written
+        through only when the per-record path would have read it without an error, and read the
+        same. So only the flat record schemas of :meth:`avro_columns` have them."""
+        if self.transformed or self.messages is None or self.avro is None or not self.keys_ok(start, stop):
             return None
-        columns = self.avro_columns(start, stop)
-        if columns is None:
+        if self._bodies is None:
+            self._bodies = self._checked_writer()
+        writer = self._bodies[0]
+        if writer is None:
             return None
         values: list[bytes] = list(map(_value, self.messages[start:stop]))  # type: ignore[arg-type]
-        return values, columns[1]
+        return values, writer
+
+    def _checked_writer(self) -> tuple[Any]:
+        """``(writer schema,)`` when every body of the run checks, else ``(None,)``."""
+        assert self.avro is not None and self.messages is not None  # noqa: S101
+        try:
+            columns = self.avro()
+        except Exception:  # noqa: BLE001 - the per-record path reports registry problems per record
+            columns = None
+        if columns is None:
+            return (None,)
+        if self._decoded:
+            return (columns[0] if self._avro is not None else None,)
+        from sink.records.avro_values import check_values
+
+        ok = check_values(list(map(_value, self.messages)), columns[1])  # type: ignore[arg-type]
+        return (columns[0] if ok else None,)
 
 
 class MappedSource(Source):

@@ -260,22 +260,22 @@ def test_an_empty_file_and_a_single_record(tmp_path: Path) -> None:
 
 
 def test_bodies_checked_ahead_on_the_helper_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``prefetch`` decodes the columns (the check of the bodies) on the batch's helper thread;
+    """``prefetch`` checks the bodies (``check_values``) on the batch's helper thread;
     ``append`` then takes the bodies it found. The file is still the decoding path's."""
     from concurrent.futures import ThreadPoolExecutor
 
     import sink.records.avro_values as avro_values
 
     threads: list[str] = []
-    decode = avro_values.decode_values
+    check = avro_values.check_values
 
     def spy(*args: Any) -> Any:
         import threading
 
         threads.append(threading.current_thread().name)
-        return decode(*args)
+        return check(*args)
 
-    monkeypatch.setattr(avro_values, "decode_values", spy)
+    monkeypatch.setattr(avro_values, "check_values", spy)
     counted = Counted(monkeypatch)
     items = messages(readings(range(3000)))
     with ThreadPoolExecutor(1, thread_name_prefix="helper") as executor:
@@ -284,7 +284,7 @@ def test_bodies_checked_ahead_on_the_helper_thread(tmp_path: Path, monkeypatch: 
         outcome = sink(tmp_path / "cheap", avro(), cheap, items, [500], prefetch=True)
     assert_same(reference, outcome)
     assert counted.total == 3000
-    # one decode per poll; the first poll has no open file to prefetch for
+    # one check per poll; the first poll has no open file to prefetch for
     assert threads == ["MainThread"] + ["helper_0"] * 5
 
 

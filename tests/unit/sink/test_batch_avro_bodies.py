@@ -13,11 +13,16 @@ from typing import Any
 import fastavro
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import sink.records.avro_values as avro_values
+from formats.arrow_schema import avro_to_arrow
+from formats.avro_columns import flat_fields
 from kcql.errors import RecordError
 from sink.records.converters import ByteArrayConverter, RecordConverter, StringConverter
 from sink.records.intake import BatchBuilder
 from sink.records.record import SinkRecord
+from tests.unit.formats.test_avro_columns import flat_cases
 from tests.unit.sink.consumed import messages, wire
 from tests.unit.sink.test_batch import FLAT, NESTED, _cuts, avro_batch, chain, reading
 
@@ -149,3 +154,46 @@ def test_no_bodies_without_cheap_forms() -> None:
     builder = BatchBuilder(RecordConverter(ByteArrayConverter(), converter), cheap_forms=False)
     (batch,) = builder.build("t", 0, msgs)
     assert batch.avro_bodies() is None
+
+
+# ------------------------------------------------------- the check: exactly what decodes cleanly
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=flat_cases(), data=st.data())
+def test_check_values_agrees_with_the_column_decoder(
+    case: tuple[dict[str, Any], list[dict[str, Any]]], data: Any
+) -> None:
+    """On any flat schema and rows, whole or damaged (bytes cut, added, flipped anywhere):
+    ``check_values`` says yes exactly when ``decode_values`` decodes."""
+    schema, rows = case
+    values = [wire(7, schema, row) for row in rows]
+    damage = data.draw(st.sampled_from(["none", "cut", "add", "flip", "non-utf8"]))
+    if damage != "none":
+        i = data.draw(st.integers(0, len(values) - 1))
+        body = bytearray(values[i])
+        at = data.draw(st.integers(5, max(5, len(body) - 1)))
+        if damage == "cut" and len(body) > 5:
+            del body[at]
+        elif damage == "add":
+            body.insert(at, data.draw(st.integers(0, 255)))
+        elif damage == "flip" and len(body) > 5:
+            body[at] ^= data.draw(st.integers(1, 255))
+        elif damage == "non-utf8" and len(body) > 5:
+            body[at] = data.draw(st.sampled_from([0x80, 0xC0, 0xED, 0xFF]))
+        values[i] = bytes(body)
+    fields = flat_fields(schema)
+    assert fields is not None
+    decoded_ok = avro_values.decode_values(values, fields, avro_to_arrow(schema)) is not None
+    assert avro_values.check_values(values, fields) is decoded_ok
+
+
+def test_check_values_spots_text_that_is_not_utf8_among_non_ascii_text() -> None:
+    schema = {"type": "record", "name": "T", "fields": [{"name": "s", "type": ["null", "string"]}]}
+    fields = flat_fields(schema)
+    assert fields is not None
+    good = [wire(7, schema, {"s": text}) for text in ("ascii", None, "é\U0001f600", "")]
+    assert avro_values.check_values(good, fields)
+    surrogate = good[2].replace("é".encode(), b"\xed\xa0")  # a lone surrogate's bytes: not UTF-8
+    assert not avro_values.check_values([*good, surrogate], fields)
+    assert avro_values.decode_values([*good, surrogate], fields, avro_to_arrow(schema)) is None
