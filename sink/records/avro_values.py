@@ -112,10 +112,9 @@ def check_values(values: Sequence[bytes], fields: tuple[FlatField, ...]) -> bool
                 if (size < 0).any() or (after > limit).any() or int(size.sum()) >= 2**31:
                     return False
                 if kind == "string" and len(begin):
-                    if high is None:  # bytes >= 0x80 before each position, once per batch
-                        high = np.zeros(len(buf) + 1, dtype=np.int64)
-                        np.cumsum(buf >= 0x80, out=high[1:])
-                    odd = np.flatnonzero(high[after] != high[begin])
+                    if high is None:  # where the bytes >= 0x80 are, once per batch
+                        high = np.flatnonzero(buf >= 0x80)
+                    odd = np.flatnonzero(np.searchsorted(high, after) != np.searchsorted(high, begin))
                     for i in odd.tolist():
                         try:
                             data[int(begin[i]) : int(after[i])].decode("utf-8")
