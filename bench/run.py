@@ -41,6 +41,7 @@ TARGETS = {
     "json_to_parquet_local": ("ratio_to_bare", 0.50),
     "avro_to_parquet_local": ("ratio_to_bare", 0.60),  # issue 24 (was 0.35)
     "json_to_avro_local": ("ratio_to_bare", 0.35),  # issue 24
+    "avro_to_avro_local": ("ratio_to_bare", 0.80),  # issue 24
 }
 QUIX_PEER = {"json_to_json_local": "quix_json_local", "json_to_parquet_local": "quix_parquet_local"}
 REPEAT = 3
@@ -145,6 +146,8 @@ def run_bench(quick: bool, profile: bool, keep: Path | None) -> dict[str, Any]:
             ("avro_to_json_local", avro, "JSON", ac, local, local_keys, local_poll),
             ("json_to_avro_local", json_small, "AVRO", jc, local, local_keys, local_poll),
             ("json_to_parquet_s3", json_small, "PARQUET", jc, s3_conf, s3_keys, s3_poll),
+            ("avro_to_avro_local", avro, "AVRO", ac, local, local_keys, local_poll),
+            ("avro_to_avro_s3", avro, "AVRO", ac, s3_conf, s3_keys, s3_poll),
             ("json1k_to_json_local", json_big, "JSON", jc, local, local_keys, local_poll),
             ("json1k_to_parquet_local", json_big, "PARQUET", jc, local, local_keys, local_poll),
             ("json_to_parquet_projection", json_small, "PARQUET", jc, local, local_keys, local_poll),

@@ -181,6 +181,28 @@ class RowBuilder:
             self.count += 1
         return len(records)
 
+    def take_given(self, schema: Any, count: int) -> int | None:
+        """Accept ``count`` non-null values, all of the converter schema ``schema``, without
+        reading them (no envelope): what :meth:`take` would decide for them, as one decision.
+
+        Returns ``count``, ``0`` when they must start a new file, or ``None`` when only
+        :meth:`take` can say (a projection onto the file's schema, which needs the values, or
+        an envelope).
+        """
+        if self.envelope is not None or count <= 0:
+            return None
+        if not self.count and not self.frozen:
+            self.value = _Part("Value", self._compatibility)
+        part = self.value
+        decision, _ = part.check(True, schema, self.frozen)  # any non-null value: only its schema counts
+        if decision is Decision.ROLL:
+            return 0 if self.count else None
+        if decision is not Decision.SAME:
+            return None
+        part.commit(schema, None)
+        self.count += count
+        return count
+
     def avro_schema(self, sanitize: bool = False) -> tuple[Any, tuple[str, ...]]:
         """Fix the file's row schema and return it as Avro.
 

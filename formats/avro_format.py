@@ -9,12 +9,21 @@ its block buffer and writes a compressed block every ``sync_interval`` bytes, so
 bounded by one block. Schemaless JSON of a flat inferred schema skips the dict per record once the
 schema is fixed: a batch's JSON lines are parsed by Arrow and encoded column by column
 (:meth:`AvroWriter._append_arrow`), into the same bytes and the same blocks.
+
+Pass-through: a batch whose values are Confluent Avro bodies of one record schema
+(:meth:`formats.base.Batch.avro_bodies`) goes into a file of exactly that schema (no envelope; the
+file's schema is then the registry's writer schema, as the decoding path writes it) as the bodies
+are: they are appended to the open block and blocks are cut where fastavro would cut them, so
+the file is the one the decoding path writes, without decoding or encoding a value.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 from collections.abc import Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +54,28 @@ __all__ = ["AvroFormat", "AvroWriter"]
 
 _SYNC_INTERVAL = 256 * 1024
 """Uncompressed bytes per Avro block: large enough for good compression, small enough for memory."""
+_WIRE_HEADER = 5
+"""Confluent wire header before an Avro body: magic byte 0 and a 4-byte schema id."""
+_body = itemgetter(slice(_WIRE_HEADER, None))
+
+
+_BODIES = "avro-bodies"
+"""The :meth:`Batch.memo` key of a batch's bodies (computed ahead by :meth:`AvroWriter.prefetch`)."""
+
+
+def _bodies_of(batch: Batch) -> tuple[Sequence[bytes], Any] | None:
+    return batch.avro_bodies()
+
+
+class _RawBlock:
+    """What ``fastavro.write.Writer.write_block`` reads of a block: its record count and its
+    uncompressed bytes (it compresses them with the file's codec)."""
+
+    __slots__ = ("bytes_", "num_records")
+
+    def __init__(self, num_records: int, data: bytes) -> None:
+        self.num_records = num_records
+        self.bytes_ = io.BytesIO(data)
 
 
 def _check_codec_available(codec: str) -> None:
@@ -75,13 +106,111 @@ class AvroWriter(RowFileWriter):
         self._branches: tuple[tuple[str, str], ...] = ()
         self._block: list[Any] = []
         """Rows in fastavro's open block, to rebuild it if a row fails halfway through encoding."""
+        self._open: list[bytes] = []
+        """Encoded records of the open block taken as bodies (pass-through), not yet written:
+        fastavro's own open block cannot take bytes, so the pass-through keeps its own."""
+        self._open_count = 0
+        self._open_size = 0
+        self._first: Record | None = None
+        """The file's first record when the pass-through fixed the schema (for the sync marker)."""
+        self.passed_through = 0
+        """Records written as they came (pass-through), for tests and diagnostics."""
         self._init_arrow()
 
+    def prefetch(self, batch: Batch) -> bool:
+        """On the helper thread, while the consumer fetches the next messages: parse a schemaless
+        batch's JSON lines (column-wise path), or check a Confluent Avro batch's bodies (the one
+        per-record cost the pass-through keeps)."""
+        if self._lines is not None:
+            self._lines.prefetch(batch)
+            return True
+        if self._rows.envelope is not None or batch.avro_schema() is None:
+            return False
+        batch.ahead(_BODIES, _bodies_of)
+        return True
+
     def append(self, batch: Batch) -> int:
+        if self._rows.envelope is None and not self._pending:
+            bodies = batch.memo(_BODIES, _bodies_of)
+            if bodies is not None:
+                first = None if self._writer is not None else batch.records()[0]  # for the sync marker
+                taken = self._append_bodies(*bodies, first)
+                if taken is not None:
+                    return taken
         taken = self._append_arrow(batch)
         if taken is not None:
             return taken
         return self._write_records(batch.records())
+
+    # -- pass-through ----------------------------------------------------------------------------
+
+    def _append_bodies(self, values: Sequence[bytes], schema: Any, first: Record | None = None) -> int | None:
+        """Append Confluent Avro ``values`` of writer schema ``schema`` as they are; how many
+        were taken (``0``: they start a new file), or ``None`` when they must be decoded (the
+        file's schema differs and could take them only projected)."""
+        taken = self._rows.take_given(schema, len(values))
+        if not taken:
+            return taken
+        if self._writer is None:
+            self._first = first  # nothing is held: the writer starts with the schema just taken
+            self._fix()
+        writer = self._writer
+        if writer.block_count:
+            # rows fastavro holds in its open block come first: move them into ours
+            self._open.append(writer.io.getvalue())
+            self._open_count += writer.block_count
+            self._open_size = writer.io.tell()
+            writer.io.clear()
+            writer.block_count = 0
+            self._block.clear()
+        count = len(values)
+        lengths = np.fromiter(map(len, values), np.int64, count) - _WIRE_HEADER
+        ends = np.cumsum(lengths) + self._open_size  # the open block's size after each record
+        base = 0  # ... minus what was written out before it
+        start = 0
+        while True:
+            # fastavro writes a block out after the record that takes it to sync_interval bytes
+            cut = int(np.searchsorted(ends, base + _SYNC_INTERVAL, side="left"))
+            if cut >= count:
+                break
+            self._open.extend(map(_body, values[start : cut + 1]))
+            self._open_count += cut + 1 - start
+            self._dump_open()
+            base, start = int(ends[cut]), cut + 1
+        if start < count:
+            self._open.extend(map(_body, values[start:]))
+            self._open_count += count - start
+            self._open_size = int(ends[-1]) - base
+        self._count += taken
+        self.passed_through += taken
+        return taken
+
+    def _rows_from_open(self) -> None:
+        """Hand the pass-through's open block to fastavro as rows (decoded, at most one block's
+        worth), so rows after bodies continue the same block as on the decoding path and the
+        file's blocks do not depend on which path wrote which records."""
+        writer = self._writer
+        data = io.BytesIO(b"".join(self._open))
+        count, self._open, self._open_count, self._open_size = self._open_count, [], 0, 0
+        for _ in range(count):
+            try:
+                row = fastavro.schemaless_reader(data, writer.schema, None)
+            except Exception as exc:  # a body that does not match its schema id's schema
+                raise FormatError(
+                    f"an Avro body written through does not decode with its schema: {exc}; "
+                    "the file is incomplete and must be discarded"
+                ) from exc
+            writer.write(row)
+            if writer.block_count == 0:
+                self._block.clear()
+            else:
+                self._block.append(row)
+
+    def _dump_open(self) -> None:
+        """Write the pass-through's open block (compressed by fastavro with the file's codec)."""
+        if self._open_count:
+            self._writer.write_block(_RawBlock(self._open_count, b"".join(self._open)))
+        self._open, self._open_count, self._open_size = [], 0, 0
 
     def _fixed(self) -> bool:
         return self._writer is not None
@@ -98,12 +227,14 @@ class AvroWriter(RowFileWriter):
             message = f"the record's Avro schema cannot be used: {exc}"
             raise self._unusable_schema(message, exc, "AVRO") from exc
         self._branches = _record_branches(parsed) if self._rows.envelope is not None else ()
+        first = self._pending_records[0] if self._pending_records else self._first
         self._writer = Writer(
             self._file,  # type: ignore[arg-type]  # a binary file-like object, all fastavro needs
             parsed,
             codec=self._codec,
             sync_interval=_SYNC_INTERVAL,
             compression_level=self._level,
+            sync_marker=_sync_marker(first, self._codec, schema),
         )
         self._fix_arrow(schema)
         pending, records = self._take_held()
@@ -113,6 +244,8 @@ class AvroWriter(RowFileWriter):
         """Encode ``rows``; the first ``earlier`` of them came from earlier calls (see
         :meth:`formats.parquet_format.ParquetWriter._convert` for why that matters)."""
         self._flush_datums()  # rows appended column-wise come first
+        if self._open_count:
+            self._rows_from_open()  # bodies taken before these rows: they share the open block
         writer = self._writer
         write = writer.write
         rename, branches, block = self._rename, self._branches, self._block
@@ -149,7 +282,7 @@ class AvroWriter(RowFileWriter):
         if self._writer is None:
             now = self._file.count + self._pending_bytes
         else:
-            now = self._file.count + self._writer.io.tell() + self._datum_bytes
+            now = self._file.count + self._writer.io.tell() + self._datum_bytes + self._open_size
         # the open block counts uncompressed until it is written compressed; never report a drop
         self._reported = max(self._reported, now)
         return self._reported
@@ -165,6 +298,7 @@ class AvroWriter(RowFileWriter):
                 self._fix()
         if self._writer is not None:
             self._write_datums()  # the last block, as fastavro's flush writes its open one
+            self._dump_open()
             self._writer.flush()
 
     # --- schemaless JSON lines, column-wise (see formats.json_lines_arrow, formats.avro_encode) --
@@ -191,12 +325,6 @@ class AvroWriter(RowFileWriter):
             return
         self._lines = LineParser(options, avro_to_arrow(schema))
         self._flat = fields
-
-    def prefetch(self, batch: Batch) -> bool:
-        if self._lines is None:
-            return False
-        self._lines.prefetch(batch)
-        return True
 
     def _append_arrow(self, batch: Batch) -> int | None:
         """Append ``batch`` with as much of it column-wise as the file allows; None: not tried.
@@ -328,6 +456,20 @@ class _Datums:
     def __init__(self, data: bytes, count: int) -> None:
         self.bytes_ = io.BytesIO(data)
         self.num_records = count
+
+
+def _sync_marker(first: Record | None, codec: str, schema: Any) -> bytes:
+    """The file's 16-byte sync marker, derived from what makes the file: its first record's
+    topic, partition and offset, its codec and its schema. A file written again from the same
+    records (a replay after a crash, a second sink over the same topic) is then the same bytes,
+    whichever path wrote which record; two files of one partition never share a first offset.
+    (The Avro spec asks for a marker unlikely to occur in the data: a hash is as unlikely as a
+    random draw.) Without a first record (an empty file) fastavro draws one."""
+    if first is None:
+        return b""
+    made_of = [first.topic, first.partition, first.offset, codec, schema]
+    identity = json.dumps(made_of, sort_keys=True, default=str)
+    return hashlib.blake2b(identity.encode(), digest_size=16, person=b"kcql-avro-sync").digest()
 
 
 def _record_branches(parsed: Any) -> tuple[tuple[str, str], ...]:

@@ -4,8 +4,9 @@ The sink core owns files and their life cycle (staging path, flush policy, commi
 only knows how to turn records into bytes of one file. A writer takes a :class:`Batch` (records
 of one topic partition, in offset order) through its one method, :meth:`FormatWriter.append`,
 and picks the cheapest form of the batch it can use: the joined one-line JSON text, the Arrow
-columns of decoded Avro values, or, always available, the records one by one. Whichever form it
-uses, the file holds the same bytes; nothing is refused back to the caller to be tried again.
+columns of decoded Avro values, the Avro bodies as they came, or, always available, the records
+one by one. Whichever form it uses, the file holds the same bytes; nothing is refused back to
+the caller to be tried again.
 
 This package imports nothing from ``sink``: :class:`Record` and :class:`Batch` below are the
 small protocols it reads, which the sink's own types (``sink.records``) satisfy.
@@ -97,6 +98,14 @@ class Batch(Protocol):
     def avro_schema(self) -> tuple[Any, pa.Schema] | None:
         """The Avro schema :meth:`avro_columns` would give and its Arrow schema, without decoding
         anything: whether the columns would fit is known before they are paid for."""
+
+    def avro_bodies(self) -> tuple[Sequence[bytes], Any] | None:
+        """The values as consumed, each a 5-byte Confluent wire header (magic byte 0 and one
+        schema id, the same for all) then its Avro binary body, and that id's writer schema, so
+        an Avro file of exactly that schema can take the bodies as they are. Present only when
+        every body would decode cleanly, to the values :meth:`records` gives (checked; the flat
+        record schemas of :meth:`avro_columns`); ``None`` otherwise, and for mixed ids, tombstones, other
+        converters, transformed or projected records."""
 
     def whole(self) -> tuple[Self, int]:
         """The batch this one was sliced from (itself when not sliced) and where it starts in it,

@@ -6,6 +6,10 @@ PARQUET format appends as it is when its file has that schema. :func:`avro_runs`
 partition's values into such runs (and runs of tombstones or foreign payloads, which go record
 by record); the decoding itself is left until a format asks (:func:`decode_values`), so a
 statement writing JSON or CSV never pays for it.
+
+STOREAS AVRO writes such bodies as they came when its file has their schema; it only needs to
+know that :func:`decode_values` would have decoded every one of them, which :func:`check_values`
+answers without building the columns (no gathering of text bytes into Arrow buffers).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from formats.avro_columns import FlatField, decode_columns
+from formats.avro_columns import _PAD, FlatField, _Malformed, _varints, decode_columns
 
-__all__ = ["AvroRun", "avro_runs", "decode_values"]
+__all__ = ["AvroRun", "avro_runs", "check_values", "decode_values"]
 
 _wire_header = itemgetter(slice(0, 5))
 
@@ -62,3 +66,67 @@ def decode_values(
     ends = np.cumsum(lengths)
     batch: Any = decode_columns(b"".join(values), ends - lengths + 5, ends, fields, arrow_schema)
     return batch
+
+
+def check_values(values: Sequence[bytes], fields: tuple[FlatField, ...]) -> bool:
+    """Whether :func:`decode_values` would decode every body (after the 5-byte wire header)
+    cleanly, walked field by field as it does, without building the columns.
+
+    The same checks in the same order: union branches 0/1, ints in range, booleans 0/1, lengths
+    and fields that stay inside their record, no bytes left over, and valid UTF-8 in strings,
+    which is decided without copying: a string whose bytes are all ASCII is valid, and only the
+    strings holding a byte >= 0x80 are decoded one by one.
+    """
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    ends = np.cumsum(lengths)
+    data = b"".join(values)
+    buf = np.frombuffer(data + bytes(_PAD), dtype=np.uint8)
+    pos = ends - lengths + 5
+    high: np.ndarray | None = None
+    try:
+        for _name, kind, null_index in fields:
+            if null_index >= 0:
+                branch, after = _varints(buf, pos)
+                if ((branch != 0) & (branch != 1)).any():
+                    return False
+                pos = after
+                if (pos > ends).any():
+                    return False
+                rows = np.flatnonzero(branch != null_index)
+                at, limit = pos[rows], ends[rows]
+            else:
+                rows, at, limit = None, pos, ends
+            if kind in ("int", "long"):
+                number, after = _varints(buf, at)
+                if kind == "int" and ((number < -(2**31)) | (number >= 2**31)).any():
+                    return False
+            elif kind in ("float", "double"):
+                after = at + (4 if kind == "float" else 8)
+            elif kind == "boolean":
+                if (buf[at] > 1).any():
+                    return False
+                after = at + 1
+            else:  # string / bytes
+                size, begin = _varints(buf, at)
+                after = begin + size
+                if (size < 0).any() or (after > limit).any() or int(size.sum()) >= 2**31:
+                    return False
+                if kind == "string" and len(begin):
+                    if high is None:  # where the bytes >= 0x80 are, once per batch
+                        high = np.flatnonzero(buf >= 0x80)
+                    odd = np.flatnonzero(np.searchsorted(high, after) != np.searchsorted(high, begin))
+                    for i in odd.tolist():
+                        try:
+                            data[int(begin[i]) : int(after[i])].decode("utf-8")
+                        except UnicodeDecodeError:
+                            return False
+            if (after > limit).any():
+                return False
+            if rows is None:
+                pos = after
+            else:
+                pos = pos.copy()
+                pos[rows] = after
+    except (_Malformed, IndexError, ValueError, OverflowError):
+        return False
+    return bool(np.array_equal(pos, ends))

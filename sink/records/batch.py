@@ -7,8 +7,9 @@ per file, and whose format writers append the slices. A batch is immutable and c
 * what file names and offsets need, without converting anything: first/last offset, the
   timestamps, the offset of any record;
 * the cheap forms its messages have, each holding exactly the records of the per-record view:
-  the joined one-line JSON text (:mod:`sink.records.json_text`) and the Arrow columns of decoded
-  flat Avro (:mod:`sink.records.avro_values`), decoded only when a format asks;
+  the joined one-line JSON text (:mod:`sink.records.json_text`), the Arrow columns of decoded
+  flat Avro (:mod:`sink.records.avro_values`), decoded only when a format asks, and the Avro
+  bodies of such a run as they came (for an Avro file of that very schema);
 * always the per-record view (:meth:`RecordBatch.records`), which converts each message when it is
   first read and raises the record's :class:`~kcql.errors.RecordError` (with its index and stage)
   at the first bad one.
@@ -65,8 +66,9 @@ class Source:
     the cheap forms. Built by :mod:`sink.records.intake` (or :func:`batches_of`); not used directly."""
 
     __slots__ = (
-        "_avro", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro", "check_json",
-        "check_keys", "convert", "executor", "json", "messages", "records", "transformed", "values",
+        "_avro", "_bodies", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro",
+        "check_json", "check_keys", "convert", "executor", "json", "messages", "records", "transformed",
+        "values",
     )
 
     def __init__(
@@ -105,6 +107,7 @@ class Source:
         self._keys_ok: bool | None = None
         self._avro: tuple[pa.RecordBatch, Any] | None = None
         self._decoded = False
+        self._bodies: tuple[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.records)
@@ -198,6 +201,40 @@ class Source:
         return batch, writer
 
 
+    def avro_bodies(self, start: int, stop: int) -> tuple[Sequence[bytes], Any] | None:
+        """The values as consumed (5-byte Confluent header, then the body) and their writer
+        schema, when every body of the run would decode cleanly column by column (checked once
+        per run, without building the columns, :func:`~sink.records.avro_values.check_values`;
+        or known from :meth:`avro_columns` when they were decoded already): a body is written
+        through only when the per-record path would have read it without an error, and read the
+        same. So only the flat record schemas of :meth:`avro_columns` have them."""
+        if self.transformed or self.messages is None or self.avro is None or not self.keys_ok(start, stop):
+            return None
+        if self._bodies is None:
+            self._bodies = self._checked_writer()
+        writer = self._bodies[0]
+        if writer is None:
+            return None
+        values: list[bytes] = list(map(_value, self.messages[start:stop]))  # type: ignore[arg-type]
+        return values, writer
+
+    def _checked_writer(self) -> tuple[Any]:
+        """``(writer schema,)`` when every body of the run checks, else ``(None,)``."""
+        assert self.avro is not None and self.messages is not None  # noqa: S101
+        try:
+            columns = self.avro()
+        except Exception:  # noqa: BLE001 - the per-record path reports registry problems per record
+            columns = None
+        if columns is None:
+            return (None,)
+        if self._decoded:
+            return (columns[0] if self._avro is not None else None,)
+        from sink.records.avro_values import check_values
+
+        ok = check_values(list(map(_value, self.messages)), columns[1])  # type: ignore[arg-type]
+        return (columns[0] if ok else None,)
+
+
 class MappedSource(Source):
     """Records of another batch, each mapped by a function when first read (a projection), with
     the origin's decoded Avro columns mapped by ``columns`` when it gives them (see
@@ -240,6 +277,10 @@ class MappedSource(Source):
         return self._offsets
 
     def json_lines(self, start: int, stop: int, checked: bool) -> bytes | None:
+        return None
+
+    def avro_bodies(self, start: int, stop: int) -> tuple[Sequence[bytes], Any] | None:
+        """None: the bodies are the unmapped values (a projection changes what a file holds)."""
         return None
 
     def origin_slice(self, start: int, stop: int) -> RecordBatch:
@@ -432,6 +473,10 @@ class RecordBatch:
     def avro_schema(self) -> tuple[Any, pa.Schema] | None:
         """See ``formats.base.Batch.avro_schema``."""
         return self._src.avro_schema()
+
+    def avro_bodies(self) -> tuple[Sequence[bytes], Any] | None:
+        """See ``formats.base.Batch.avro_bodies``."""
+        return self._src.avro_bodies(self._start, self._stop)
 
     # -- slices and shared work -----------------------------------------------------------------
 

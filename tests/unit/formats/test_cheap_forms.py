@@ -290,6 +290,8 @@ def expected_forms(fmt: str, value: str) -> tuple[str | None, str | None]:
         used = offered
     elif fmt == "AVRO" and offered == "json":
         used = "json"  # schemaless values: JSON lines parsed by Arrow, encoded column-wise
+    elif fmt == "AVRO" and offered == "avro":
+        used = "bodies"  # written as they came, checked without decoding them
     return offered, used
 
 
