@@ -82,7 +82,7 @@ def test_committed_lasts_reads_the_default_layout_only() -> None:
 def test_table_targets_and_chart(tmp_path: Path) -> None:
     names = ["json_to_json_local", "json_to_parquet_local", "avro_to_parquet_local", "json_to_avro_local",
              "json_to_parquet_s3", "avro_to_avro_local", "quix_json_local", "quix_parquet_local"]
-    rps = [150_000, 110_000, 80_000, 50_000, 90_000, 170_000, 30_000, 40_000]
+    rps = [150_000, 110_000, 130_000, 80_000, 90_000, 170_000, 30_000, 40_000]
     runs = [{"name": n, "records": 1000, "rps": r, "mb_s": r / 6000, "ratio_to_bare": r / 200_000,
              "ratio_to_quix": None, "peak_rss_mb": 100.0} for n, r in zip(names, rps, strict=True)]
     runs[0]["ratio_to_quix"], runs[1]["ratio_to_quix"] = 5.0, 2.75
@@ -91,14 +91,29 @@ def test_table_targets_and_chart(tmp_path: Path) -> None:
               "spark": {"reader_s": 1.05, "parquet_s": 1.0, "reader_total_s": 1.5, "parquet_total_s": 1.2,
                         "total_ratio": 1.25},
               "loadavg_start": 1.0, "loadavg_end": 1.5,
+              "rss_10000_partitions_mb": 420.0, "rss_10000_partitions_open_files": 10_000,
+              "s3_requests": {"protocols": {
+                  "conditional": {"per_file": {"total": 3.08}, "usd_per_million_records": 0.031},
+                  "copy": {"per_file": {"total": 6.08}, "usd_per_million_records": 0.041}}},
+              "staging": [{"streaming": True, "partitions": 50, "part_size": 16 << 20, "value_mb": 5000.0,
+                           "peak_staging_mb": 731.0},
+                          {"streaming": False, "partitions": 50, "part_size": None, "value_mb": 500.0,
+                           "peak_staging_mb": 498.0}],
               "spark_run": {"records": 1000, "rps": 60_000.0, "seconds": 0.02, "run_rps": 110_000.0,
                             "ratio_to_run": 60_000 / 110_000}}
     checks = dict(bench_run.targets(result))
     assert list(checks.values()).count(False) == 1  # only JSON->PARQUET x quix (2.75 < 3)
     assert checks["spark-run --once on local[2] >= 0.5 x kcql-sink run (0.55)"]
     assert not checks["json_to_parquet_local >= 3 x quix-streams (2.75)"]
+    assert checks["peak RSS with 10,000 open partitions <= 1 GB (420 MB, 10,000 files open)"]
+    assert checks["S3 requests per committed file <= 3, plus the run's start-up requests (3.08; "
+                  "upload-copy-delete 6.08)"]
+    assert [k for k in checks if k.startswith("peak staging")] == [
+        "peak staging with flush.size=1 GB on 50 partitions, 5,000 MB through: <= 1,049 MB (731)"]
     text = bench_run.table(result)
     assert "json_to_parquet_s3" in text and "[MISSED]" in text and "spark-run --once" in text
+    assert "S3 requests per committed file: 3.08 (upload-copy-delete 6.08)" in text
+    assert "whole files: 498 MB" in text
     png = tmp_path / "chart.png"
     bench_run.chart(result, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
