@@ -168,6 +168,15 @@ def test_a_file_of_several_parts_streams_with_bounded_staging(
         assert head["ContentLength"] > 3 * PART
 
 
+def _die(task: SinkTask, request: pytest.FixtureRequest) -> None:
+    """The task dies: its flush timer stops (a dead process retries nothing, and a live timer
+    would keep committing into later tests); what it leaves in storage stays. Its resources are
+    released once the test is over."""
+    assert task._timer is not None
+    task._timer.stop()
+    request.addfinalizer(task.stop)
+
+
 def test_a_task_dying_mid_stream_leaves_nothing_visible_and_the_next_owner_cleans_up(
     backend: Backend, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -179,6 +188,7 @@ def test_a_task_dying_mid_stream_leaves_nothing_visible_and_the_next_owner_clean
     put_records(dead, _records(0, 8_000))  # one part up, the file open
     assert len(_uploads(request, backend.bucket)) == 1
     # the task dies here: no close, no stop (its staging directory and upload are left behind)
+    _die(dead, request)
     assert data_keys(backend, "crash") == []
 
     task = SinkTask()
@@ -211,6 +221,7 @@ def test_a_crash_inside_a_streamed_commit_is_recovered(
     dead.open([TP])
     with contextlib.suppress(InjectedCrash):
         put_records(dead, _records(0, N))
+    _die(dead, request)
     assert dead.files_committed == 0
     # abandoned (no stop): whatever the step left is the next owner's to finish or undo
 
