@@ -254,6 +254,17 @@ def _bucket_roundtrip(endpoint: S3Endpoint) -> bool:
     return True
 
 
+_MASTER_TOML = """\
+[master.volume_growth]
+copy_1 = 1
+copy_2 = 1
+copy_3 = 1
+copy_other = 1
+threshold = 0.9
+"""
+"""SeaweedFS master settings: one volume per new collection (``weed scaffold -config=master``)."""
+
+
 def start_seaweedfs(timeout: float = 60.0, attempts: int = 3) -> SeaweedServer:
     """Start ``weed server`` with S3 on free loopback ports; wait until an object can be written."""
     binary = weed_binary()
@@ -272,6 +283,10 @@ def start_seaweedfs(timeout: float = 60.0, attempts: int = 3) -> SeaweedServer:
             "-s3.port.iceberg=0", "-s3.port.lance=0",
             "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=0",
         ]
+        # weed reads master.toml from its working directory. By default every new bucket (a
+        # collection) grows 7 volumes, and the volume slots (disk / volumeSizeLimitMB) ran out
+        # after ~140 buckets ("No writable volumes and no free volumes left"): one is plenty here.
+        (data_dir / "master.toml").write_text(_MASTER_TOML)
         with os.fdopen(fd, "wb") as log_file:
             proc = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     cwd=data_dir)
