@@ -3,7 +3,7 @@
 The storage, not Kafka, is the source of truth for what has been committed. The index object
 ``<indexes>/<connector>/<topic>/<partition>.json`` (a dot-prefixed folder, never data) holds::
 
-    {"version": 1, "owner": "<task uuid>", "epoch": 7,
+    {"version": 2, "owner": "<task uuid>", "epoch": 7,
      "committedOffset": 41,                 # every record <= 41 is in a committed file (or skipped)
      "paths": {"date=2024/…": 57},          # writers that committed ahead of committedOffset
      "pending": null | {"finalKey": …, "path": …, "firstOffset": …, "lastOffset": …,
@@ -15,6 +15,10 @@ Every write is conditional on the etag of our own last read or write (``If-Match
 partition over bumps ``epoch`` and ``owner`` with such a write, so the previous owner's cached
 etag goes stale: a zombie task can no longer change the index and gets :class:`FencedError`.
 The protocol around it is in :mod:`sink.commit.committer` and ``docs/exactly-once.md``.
+
+Version 2 added the conditional protocol's pending (no ``tempKey``) and ``owed``. A reader accepts
+every version up to its own and refuses a newer one by name: an older release that half-read an
+``owed`` list would drop the files it owes, so it must stop rather than guess.
 """
 
 from __future__ import annotations
@@ -125,7 +129,7 @@ class IndexState:
     a task recovered: they cannot be rolled back (a zombie may still PUT them), so the replay
     re-produces each exactly and PUTs it under its ``final_key`` (see ``docs/exactly-once.md``)."""
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
 
     def skip_threshold(self, path: str) -> int:
         """Records of ``path`` with an offset <= this are already committed (-1: none)."""
@@ -172,6 +176,12 @@ class IndexState:
     def from_bytes(cls, data: bytes, where: str) -> IndexState:
         try:
             doc = json.loads(data)
+            version = int(doc.get("version", 1))
+            if version > cls.VERSION:
+                raise SinkError(
+                    f"the exactly-once index {where} has version {version}, written by a newer kcql-sink; "
+                    f"this release reads versions up to {cls.VERSION}: run the newer release"
+                )
             pending = doc.get("pending")
             committed = doc.get("committedOffset")
             return cls(

@@ -166,5 +166,5 @@ def test_index_object_format(backend: Backend, tmp_path: Path) -> None:
         task.stop()
     state = json.loads(backend.raw_read(f".indexes/{name}/{TOPIC}/0.json"))
     assert state == {
-        "version": 1, "owner": task.task_id, "epoch": 1, "committedOffset": 1, "paths": {}, "pending": None,
+        "version": 2, "owner": task.task_id, "epoch": 1, "committedOffset": 1, "paths": {}, "pending": None,
     }

@@ -47,6 +47,16 @@ def test_index_roundtrip_and_corruption() -> None:
         IndexState.from_bytes(b"{not json", "s3://b/k")
 
 
+def test_index_versions_older_read_newer_refused() -> None:
+    """A version-1 index (before the conditional protocol) still reads; a newer one is refused by
+    name, since dropping fields it does not know (an ``owed`` list) would lose files."""
+    v1 = b'{"version": 1, "owner": "me", "epoch": 2, "committedOffset": 5, "paths": {}, "pending": null}'
+    assert IndexState.from_bytes(v1, "here").committed_offset == 5
+    assert b'"version": 2' in IndexState.from_bytes(v1, "here").to_bytes()
+    with pytest.raises(SinkError, match=r"index s3://b/k has version 3, written by a newer kcql-sink"):
+        IndexState.from_bytes(v1.replace(b'"version": 1', b'"version": 3'), "s3://b/k")
+
+
 def test_keys() -> None:
     assert index_key(".indexes", "my conn", TP) == ".indexes/my conn/orders/3.json"
     assert index_key(".indexes", "a/b", TP) == ".indexes/a%2Fb/orders/3.json"
