@@ -28,7 +28,16 @@ from sink.records.record import TopicPartition
 if TYPE_CHECKING:
     from sink.spark.writer import TaskReport
 
-__all__ = ["commit_group", "group_id", "index_offsets", "job_committed", "offsets_json", "starting_offsets"]
+__all__ = [
+    "commit_group",
+    "group_id",
+    "index_offsets",
+    "job_committed",
+    "offsets_json",
+    "owed_ranges",
+    "past_owed",
+    "starting_offsets",
+]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +109,60 @@ def index_offsets(
         return out
     finally:
         storage.close()
+
+
+OwedRanges = dict[TopicPartition, list[tuple[int, int, str]]]
+"""Per partition: each owed file's ``(first offset, last offset, final key)``."""
+
+
+def owed_ranges(
+    settings: ConnectorSettings, plans: Sequence[SinkPlan], tps: Sequence[TopicPartition]
+) -> OwedRanges:
+    """The owed files of ``tps``' indexes (read-only ``peek``, no take-over).
+
+    An owed file is an announced conditional commit whose file went missing: the replay must
+    re-produce exactly records ``firstOffset..lastOffset`` of its path as one file (see
+    ``docs/exactly-once.md``). Only a run that starts anew meets one from before it (a retried
+    task or a micro-batch re-run from the checkpoint has its attempt's range), so the stream
+    reads them once, when it plans its first micro-batch.
+    """
+    from sink.storage import create_storage
+
+    if not settings.exactly_once.enabled or not tps:
+        return {}
+    storage = create_storage(settings.storage)
+    try:
+        out: OwedRanges = {}
+        for tp in tps:
+            plan = plan_for_topic(plans, tp.topic)
+            if plan is None:
+                continue
+            key = index_key(settings.exactly_once.indexes_name, settings.name, tp)
+            state = PartitionIndex(storage, plan.bucket, key, tp, "spark-planner").peek()
+            for owed in () if state is None else state.owed:
+                first = owed.first_offset if owed.first_offset is not None else owed.committed_after + 1
+                out.setdefault(tp, []).append((first, owed.last_offset, owed.final_key))
+        return out
+    finally:
+        storage.close()
+
+
+def past_owed(ends: Offsets, owed: OwedRanges) -> Offsets:
+    """``ends`` with an end that falls inside an owed file's range moved just past it.
+
+    A micro-batch that ends inside that range cannot re-produce the file and its task would stop
+    with a CommitError; ending after it costs a few records more than the cap (they exist: they
+    were consumed before).
+    """
+    out = dict(ends)
+    for tp, ranges in owed.items():
+        for first, last, key in sorted(ranges):
+            end = out.get(tp)
+            if end is not None and first < end <= last:
+                log.info("%s-%d: the micro-batch ends at %d, not %d: after the owed file %s",
+                         tp.topic, tp.partition, last + 1, end, key)
+                out[tp] = last + 1
+    return out
 
 
 def group_offsets(bootstrap: str, props: Mapping[str, str], tps: Sequence[TopicPartition]) -> Offsets:

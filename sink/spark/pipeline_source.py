@@ -21,13 +21,19 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+import kcql
+from sink.config.settings import parse_settings
+from sink.records.record import TopicPartition
 from sink.spark.kafka_source import (
     KafkaBatchReader,
     KafkaRange,
     KafkaSourceError,
     KafkaStreamReader,
+    _as_offsets,
+    _from_offsets,
     consume_range,
 )
+from sink.spark.offsets import OwedRanges, owed_ranges, past_owed
 from sink.spark.writer import PartitionDone, TaskReport, write_runs
 
 __all__ = ["REPORT_SCHEMA", "PipelineSource", "report_of"]
@@ -83,7 +89,18 @@ class _PipelineBatch(_Writing, KafkaBatchReader):
 
 
 class _PipelineStream(_Writing, KafkaStreamReader):
-    pass
+    _owed: OwedRanges | None = None
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, dict[str, int]]:
+        """The capped end, moved past any owed file it would cut (see
+        :func:`sink.spark.offsets.past_owed`): its task could not re-produce that file."""
+        capped = _from_offsets(super().latestOffset(start, limit))
+        ends = {TopicPartition(t, p): o for (t, p), o in capped.items()}
+        if self._owed is None:
+            props, _bootstrap = self._props()
+            self._owed = owed_ranges(parse_settings(props), kcql.parse(props["connect.s3.kcql"]), list(ends))
+        moved = past_owed(ends, self._owed)
+        return _as_offsets({(tp.topic, tp.partition): o for tp, o in moved.items()})
 
 
 class PipelineSource(DataSource):

@@ -210,3 +210,30 @@ def test_auto_is_conditional_only_where_the_store_enforces_conditional_writes(tm
     weak = LocalStorage(tmp_path)
     weak.supports_conditional_writes = False
     assert Committer(weak, "c").protocol == "copy"
+
+
+def test_a_spark_micro_batch_that_would_cut_an_owed_file_ends_after_it(tmp_path: Path) -> None:
+    """A stream that starts anew (say, a new checkpoint) plans capped ranges from the index's
+    committed offset; one ending inside an owed file's range could not re-produce it, so the plan
+    moves that end just past the file. Ends outside the range, and other partitions, stay."""
+    from sink.config.settings import parse_settings
+    from sink.records.record import TopicPartition
+    from sink.spark.offsets import owed_ranges, past_owed
+
+    plan = _count(3)
+    _announce_and_die(tmp_path, plan, [rec(i) for i in range(5)])
+    task = _start(tmp_path, _count(3))
+    try:
+        task.open([TP])  # the take-over turns the announced file into an owed one
+    finally:
+        task.stop()
+    settings = parse_settings({
+        "name": "c", "connect.s3.kcql": "-", "connect.storage": "local",
+        "connect.local.root": str(tmp_path / "root"),
+    })
+    other = TopicPartition("t", 1)
+    owed = owed_ranges(settings, [plan], [TP, other])
+    assert owed == {TP: [(0, 2, ANNOUNCED)]}
+    assert past_owed({TP: 2, other: 2}, owed) == {TP: 3, other: 2}  # would end after offset 1: inside
+    assert past_owed({TP: 3}, owed) == {TP: 3}  # ends right after the file: nothing to move
+    assert past_owed({TP: 0}, owed) == {TP: 0}  # an empty range before it
