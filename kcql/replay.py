@@ -114,25 +114,24 @@ def _statement(node: Tree, text: str) -> ReplayPlan:
             for prop in subtrees:
                 key, value = (_name(n) for n in prop.children if isinstance(n, Tree))
                 raw.properties.append((key, value))
-    assert into is not None and source is not None  # the grammar requires both
+    if into is None or source is None:  # pragma: no cover - the grammar requires both
+        raise KcqlSemanticError("INSERT INTO and FROM are required", text, raw.line, 1)
     topic = into.value.strip()
     if ":" in topic:
         raise _error(
             raw,
             into.first,
-            f"replay writes to a Kafka topic, but INTO names {topic!r}, which looks like bucket:prefix; "
-            "the replay form is INSERT INTO topic SELECT * FROM bucket:prefix (the sink's statement reversed)",
+            f"replay writes to a Kafka topic, but INTO names {topic!r}, which looks like bucket:prefix; the "  # noqa: S608
+            "replay form is INSERT INTO topic SELECT * FROM bucket:prefix (the sink's statement reversed)",
         )
     if not topic:
         raise _error(raw, into.first, "the target topic name is empty")
     if raw.fields and any(f.name is not None for f in raw.fields):
-        bad = next(f for f in raw.fields if f.name is not None)
-        assert bad.name is not None
-        raise _error(raw, bad.name.first, "replay restores whole records: only SELECT * is supported")
+        bad = next(f.name for f in raw.fields if f.name is not None)
+        raise _error(raw, bad.first, "replay restores whole records: only SELECT * is supported")
     if raw.ignore:
         first = raw.ignore[0]
-        at = first.name.first if first.name is not None else first.star
-        assert at is not None
+        at = first.name.first if first.name is not None else (first.star or into.first)
         raise _error(raw, at, "replay restores whole records: IGNORE is not supported")
     replay_props: dict[str, Name] = {}
     layout_props: list[tuple[Name, Name]] = []

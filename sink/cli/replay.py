@@ -62,14 +62,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--until",
         default=None,
-        help="stop after this source offset (a number) or record time (ISO 8601 or epoch ms with 'ms' suffix)",
+        help="stop after this source offset (a number) or record time (ISO 8601, or epoch ms as 123ms)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=run)
 
 
 def parse_until(text: str | None) -> Any:
-    """``--until`` as :class:`sink.replay.runner.Until`: ``123`` an offset, ``1700000000000ms`` or ISO a time."""
+    """``--until`` as :class:`~sink.replay.runner.Until`: ``123`` an offset; ``123ms`` or ISO a time."""
     from sink.replay.runner import Until
 
     if text is None:
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     name = args.name or config.get("name")
     if not name:
         raise ReplayArgsError(
-            "the replay needs a name (--name or name in CONFIG): it keys the position and the transactional id"
+            "the replay needs a name (--name or name in CONFIG): it keys the position and transactional id"
         )
     stop = threading.Event()
 

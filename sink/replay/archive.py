@@ -35,7 +35,7 @@ from spark_reader.catalog import DataFile, list_files
 from spark_reader.storage import StorageSettings, open_store
 from spark_reader.stream import record_offsets
 
-__all__ = ["ArchivedRecord", "ArchiveError", "decode_file", "list_committed", "read_records"]
+__all__ = ["ArchiveError", "ArchivedRecord", "decode_file", "list_committed", "read_records"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -120,7 +120,8 @@ def _rows(data: bytes, fmt: StoreFormat) -> list[Any]:
 def _from_envelope(row: Any, f: DataFile, offset: int | None, fmt: StoreFormat, name: str) -> ArchivedRecord:
     if not isinstance(row, dict):
         raise ArchiveError(f"{name}: an envelope row is not an object: {str(row)[:80]!r}")
-    meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+    found = row.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
     key = row.get("key")
     value = row.get("value")
     if fmt == StoreFormat.JSON:

@@ -86,6 +86,11 @@ class PlanPosition:
         )
 
 
+def _check_version(body: Any) -> None:
+    if not isinstance(body, dict) or body.get("version") != 1:
+        raise ValueError("not a version 1 replay position")
+
+
 def _tp(f: DataFile) -> str:
     return f"{f.topic}/{f.partition}"
 
@@ -124,8 +129,7 @@ class Position:
     def from_bytes(cls, data: bytes, partitioned: dict[str, bool], where: str) -> Position:
         try:
             body = json.loads(data)
-            if not isinstance(body, dict) or body.get("version") != 1:
-                raise ValueError("not a version 1 replay position")
+            _check_version(body)
             plans = {
                 k: PlanPosition.from_json(v, partitioned.get(k, False))
                 for k, v in (body.get("plans") or {}).items()

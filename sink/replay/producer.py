@@ -91,8 +91,8 @@ class KafkaSide:
         meta = md.topics.get(topic)
         if meta is None or meta.error is not None:
             raise ReplayKafkaError(
-                f"target topic {topic!r} does not exist; create it first (with at least as many partitions as the "
-                "archived topic, to keep each record's partition)"
+                f"target topic {topic!r} does not exist; create it first (with at least as many partitions "
+                "as the archived topic, to keep each record's partition)"
             )
         return len(meta.partitions)
 
@@ -219,11 +219,7 @@ class KafkaSide:
                 is aborted; nothing of it counts).
         """
         try:
-            left = self.producer.flush(self.timeout)
-            if left or self._errors:
-                raise ReplayKafkaError(
-                    f"{left} record(s) not acknowledged; errors: {'; '.join(self._errors[:3]) or 'none'}"
-                )
+            self._flush()
             self.producer.produce(
                 self.position_topic, position.to_bytes(), self.name.encode("utf-8"), partition=0
             )
@@ -232,6 +228,13 @@ class KafkaSide:
         except (KafkaException, ReplayKafkaError) as exc:
             self.abort()
             raise ReplayKafkaError(f"replay transaction failed and was aborted: {exc}") from exc
+
+    def _flush(self) -> None:
+        left = self.producer.flush(self.timeout)
+        if left or self._errors:
+            raise ReplayKafkaError(
+                f"{left} record(s) not acknowledged; errors: {'; '.join(self._errors[:3]) or 'none'}"
+            )
 
     def abort(self) -> None:
         if self._in_txn:

@@ -65,7 +65,7 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Rec]:
                 if err is not None:
                     assert err.code() == KafkaError._PARTITION_EOF, err
                     break
-                ts_type, ts = msg.timestamp()
+                _ts_type, ts = msg.timestamp()
                 headers = tuple((n, v) for n, v in (msg.headers() or ()))
                 out.append((p, msg.key(), msg.value(), headers, ts))
         finally:

@@ -1,4 +1,4 @@
-"""Round trip on real Tansu + local storage: topic A → sink (format × layout) → replay → topic B.
+"""Round trip on real Tansu + local storage: topic A → sink (format x layout) → replay → topic B.
 
 One sink run writes every case (one source topic and one statement per case, so there is one
 group join); each case then replays its archive into a fresh topic B and compares B with A record
@@ -68,12 +68,11 @@ def archive(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> A
             topic = f"ra-{fmt.lower()}-{layout}-{'env' if envelope else 'plain'}-{uuid.uuid4().hex[:6]}"
             prefix = f"{layout}-{'env' if envelope else 'plain'}-{fmt.lower()}"
             clause, props = _clauses(layout, envelope)
-            statements.append(
-                f"INSERT INTO arch:{prefix} SELECT * FROM `{topic}` {clause} STOREAS {fmt} PROPERTIES({props})"
-            )
+            tail = f"{clause} STOREAS {fmt} PROPERTIES({props})"
+            statements.append(f"INSERT INTO arch:{prefix} SELECT * FROM `{topic}` {tail}")  # noqa: S608
             arch.cases[(fmt, layout, envelope)] = {
                 "topic": topic,
-                "replay": f"INSERT INTO {{target}} SELECT * FROM arch:{prefix} {clause} STOREAS {fmt} PROPERTIES({props})",
+                "replay": f"INSERT INTO {{target}} SELECT * FROM arch:{prefix} {tail}",  # noqa: S608
             }
     topics = [c["topic"] for c in arch.cases.values()]
     for fut in admin.create_topics([NewTopic(t, num_partitions=PARTS) for t in topics]).values():
@@ -98,7 +97,9 @@ def archive(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> A
     return arch
 
 
-def _replay_into(kafka_bootstrap: str, topic_factory: Any, arch: Archive, case: dict[str, Any], parts: int = PARTS) -> str:
+def _replay_into(
+    kafka_bootstrap: str, topic_factory: Any, arch: Archive, case: dict[str, Any], parts: int = PARTS
+) -> str:
     target = topic_factory("rb", partitions=parts)
     config = {
         "connect.s3.kcql": case["replay"].format(target=target),
@@ -125,7 +126,9 @@ def test_envelope_round_trip_is_record_for_record(kafka_bootstrap, topic_factory
 
 
 @pytest.mark.parametrize(("fmt", "layout"), PLAIN_CASES)
-def test_without_envelope_the_value_and_partition_come_back(kafka_bootstrap, topic_factory, archive, fmt, layout):
+def test_without_envelope_the_value_and_partition_come_back(
+    kafka_bootstrap, topic_factory, archive, fmt, layout
+):
     case = archive.cases[(fmt, layout, False)]
     target = _replay_into(kafka_bootstrap, topic_factory, archive, case)
     source = read_topic(kafka_bootstrap, case["topic"])
