@@ -21,7 +21,7 @@ import gzip
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import fastavro
@@ -57,6 +57,9 @@ class ArchivedRecord:
     timestamp: int | None = None
     has_key: bool = False
     """True when the file kept the key (envelope with the key field)."""
+    key_schema: Any = None
+    value_schema: Any = None
+    """The Avro schemas of key and value when the file is AVRO (its writer schema), else None."""
 
 
 def list_committed(plan: ReplayPlan, storage: StorageSettings) -> list[DataFile]:
@@ -80,41 +83,62 @@ def decode_file(plan: ReplayPlan, f: DataFile, data: bytes) -> list[ArchivedReco
     fmt = plan.layout.format
     name = f"{plan.bucket}/{f.key}"
     try:
-        rows = _rows(data, fmt)
+        rows, schema = _rows(data, fmt)
     except (ValueError, TypeError, KeyError, OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as exc:
         raise ArchiveError(f"cannot decode {name} as {fmt.value}: {exc}") from exc
     envelope = plan.layout.envelope is not None
     offsets = record_offsets(f, len(rows), rows, envelope, contiguous=not plan.layout.partition_by)
+    key_schema = _field_schema(schema, "key") if envelope else None
+    value_schema = _field_schema(schema, "value") if envelope else schema
     out: list[ArchivedRecord] = []
     for row, offset in zip(rows, offsets, strict=True):
         if envelope:
-            out.append(_from_envelope(row, f, offset, fmt, name))
+            rec = _from_envelope(row, f, offset, fmt, name)
+            out.append(replace(rec, key_schema=key_schema, value_schema=value_schema) if schema else rec)
         else:
-            out.append(ArchivedRecord(f.topic, f.partition, offset, value=row))
+            out.append(ArchivedRecord(f.topic, f.partition, offset, value=row, value_schema=value_schema))
     return out
 
 
-def _rows(data: bytes, fmt: StoreFormat) -> list[Any]:
+def _field_schema(schema: Any, name: str) -> Any:
+    """The type of envelope field ``name``, without the ``null`` branch the envelope added."""
+    if not isinstance(schema, dict):
+        return None
+    for fld in schema.get("fields", ()):
+        if fld.get("name") == name:
+            typ = fld["type"]
+            if isinstance(typ, list):
+                branches = [b for b in typ if b != "null"]
+                return branches[0] if len(branches) == 1 else branches
+            return typ
+    return None
+
+
+def _rows(data: bytes, fmt: StoreFormat) -> tuple[list[Any], Any]:
+    """The file's rows, and its Avro writer schema when it is AVRO."""
     if fmt == StoreFormat.PARQUET:
         table = pq.read_table(pa.BufferReader(data))
-        return table.to_pylist()
+        return table.to_pylist(), None
     if fmt == StoreFormat.BYTES:
-        return [data]
+        return [data], None
     if data[:2] == _GZIP_MAGIC:
         data = gzip.decompress(data)
     if fmt == StoreFormat.AVRO:
-        return list(fastavro.reader(io.BytesIO(data)))
+        reader = fastavro.reader(io.BytesIO(data))
+        records: list[Any] = list(reader)
+        # the schema as written (names as given), not fastavro's parsed form
+        return records, json.loads(reader.metadata["avro.schema"])
     if fmt == StoreFormat.JSON:
-        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()], None
     if fmt == StoreFormat.TEXT:
-        return data.decode("utf-8").splitlines()
+        return data.decode("utf-8").splitlines(), None
     rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     if fmt == StoreFormat.CSV_WITHHEADERS:
         if not rows:
-            return []
+            return [], None
         header, body = rows[0], rows[1:]
-        return [dict(zip(header, r, strict=False)) for r in body]
-    return rows
+        return [dict(zip(header, r, strict=False)) for r in body], None
+    return list(rows), None
 
 
 def _from_envelope(row: Any, f: DataFile, offset: int | None, fmt: StoreFormat, name: str) -> ArchivedRecord:

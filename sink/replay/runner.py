@@ -282,8 +282,8 @@ class _Run:
                 break
             self._begin()
             part = rec.partition if rec.partition < nparts else rec.partition % nparts
-            key = self.key_ser.serialise(plan.topic, rec.key)
-            value = self.value_ser.serialise(plan.topic, rec.value)
+            key = self.key_ser.serialise(plan.topic, rec.key, rec.key_schema)
+            value = self.value_ser.serialise(plan.topic, rec.value, rec.value_schema)
             headers = [(n, header_bytes(v)) for n, v in rec.headers]
             already = matcher.take(part, key, value, headers, rec.timestamp)
             if already is not None:

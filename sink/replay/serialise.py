@@ -22,9 +22,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from kcql.errors import ConfigError
+from kcql.errors import ConfigError, SinkError
 
-__all__ = ["Serialiser", "build_serialiser", "header_bytes"]
+__all__ = ["ReplaySerialiseError", "Serialiser", "build_serialiser", "header_bytes"]
 
 BYTEARRAY = "org.apache.kafka.connect.converters.ByteArrayConverter"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
@@ -32,10 +32,14 @@ JSON = "org.apache.kafka.connect.json.JsonConverter"
 AVRO = "io.confluent.connect.avro.AvroConverter"
 
 
+class ReplaySerialiseError(SinkError):
+    """An archived value cannot be written with the configured converter."""
+
+
 class Serialiser(Protocol):
     """Turns one decoded value into the bytes of a Kafka key or value."""
 
-    def serialise(self, topic: str, value: Any) -> bytes | None: ...
+    def serialise(self, topic: str, value: Any, schema: Any = None) -> bytes | None: ...
 
 
 def _json_default(value: Any) -> Any:
@@ -52,7 +56,7 @@ def dumps(value: Any) -> str:
 
 
 class ByteArraySerialiser:
-    def serialise(self, topic: str, value: Any) -> bytes | None:
+    def serialise(self, topic: str, value: Any, schema: Any = None) -> bytes | None:
         if value is None:
             return None
         if isinstance(value, bytes | bytearray):
@@ -67,7 +71,7 @@ class StringSerialiser(ByteArraySerialiser):
 
 
 class JsonSerialiser:
-    def serialise(self, topic: str, value: Any) -> bytes | None:
+    def serialise(self, topic: str, value: Any, schema: Any = None) -> bytes | None:
         if value is None:
             return None
         return dumps(value).encode("utf-8")
@@ -76,40 +80,30 @@ class JsonSerialiser:
 class AvroSerialiser:
     """Confluent Avro via confluent-kafka's ``AvroSerializer`` (registers the schema per subject)."""
 
-    def __init__(self, url: str, is_key: bool, schema: Any | None = None) -> None:
+    def __init__(self, url: str, is_key: bool) -> None:
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         self._client = SchemaRegistryClient({"url": url})
         self._is_key = is_key
-        self._schema = schema
-        self._serialisers: dict[str, Any] = {}
+        self._serialisers: dict[tuple[str, str], Any] = {}
 
-    def with_schema(self, schema: Any) -> None:
-        """The writer schema of the archived values (AVRO files)."""
-        if schema != self._schema:
-            self._schema = schema
-            self._serialisers.clear()
-
-    def serialise(self, topic: str, value: Any) -> bytes | None:
+    def serialise(self, topic: str, value: Any, schema: Any = None) -> bytes | None:
         from confluent_kafka.schema_registry.avro import AvroSerializer
         from confluent_kafka.serialization import MessageField, SerializationContext
 
         if value is None:
             return None
-        if self._schema is None:
-            raise ConfigError(
-                [
-                    (
-                        "value.converter",
-                        AVRO,
-                        "AvroConverter needs the Avro schema of AVRO files; this archive has none",
-                    )
-                ]
+        which = "key" if self._is_key else "value"
+        if schema is None:
+            raise ReplaySerialiseError(
+                f"{which}.converter is AvroConverter, but the archive keeps no Avro schema for the "
+                f"{which}: only STOREAS AVRO files carry one (use JsonConverter or ByteArrayConverter)"
             )
-        ser = self._serialisers.get(topic)
+        text = json.dumps(schema, sort_keys=True)
+        ser = self._serialisers.get((topic, text))
         if ser is None:
-            ser = AvroSerializer(self._client, json.dumps(self._schema), conf={"auto.register.schemas": True})
-            self._serialisers[topic] = ser
+            ser = AvroSerializer(self._client, text, conf={"auto.register.schemas": True})
+            self._serialisers[(topic, text)] = ser
         field = MessageField.KEY if self._is_key else MessageField.VALUE
         out: bytes = ser(value, SerializationContext(topic, field))
         return out
