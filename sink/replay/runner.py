@@ -231,7 +231,9 @@ class _Run:
                     continue
                 units.setdefault((f.topic, f.partition), []).append(f)
             for tp, files in units.items():
-                groups = [files] if plan.layout.partition_by else [[f] for f in files]
+                # merging needs every record's offset: only envelopes keep it with PARTITIONBY
+                merge = bool(plan.layout.partition_by) and plan.layout.envelope is not None
+                groups = [files] if merge else [[f] for f in files]
                 for group in groups:
                     if should_stop():
                         self._commit()

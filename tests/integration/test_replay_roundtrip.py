@@ -16,7 +16,7 @@ import pytest
 
 from kcql.replay import parse_replay
 from sink.replay.archive import list_committed, read_records
-from sink.replay.runner import ReplayOptions, replay
+from sink.replay.runner import ReplayOptions, Until, replay
 from spark_reader.storage import StorageSettings
 from tests.integration._replay_support import Rec, produce, read_topic, sink_props, source_records
 from tests.integration._run_support import RunningSink, make_config, wait_for
@@ -162,3 +162,28 @@ def test_second_run_replays_nothing_and_new_name_replays_again(kafka_bootstrap, 
     second = replay(config, ReplayOptions(kafka_bootstrap, name=name, batch=10), progress_out=None)
     assert (first.records, second.records) == (N, 0)
     assert len(read_topic(kafka_bootstrap, target)) == N
+
+
+@pytest.mark.parametrize("layout", ["default", "values"])
+def test_until_stops_at_an_offset_and_a_later_run_continues_exactly_there(
+    kafka_bootstrap, topic_factory, archive, layout
+):
+    case = archive.cases[("JSON", layout, True)]
+    target = topic_factory("rb", partitions=PARTS)
+    config = {
+        "connect.s3.kcql": case["replay"].format(target=target),
+        "connect.storage": "local",
+        "connect.local.root": str(archive.root),
+    }
+    name = f"until-{uuid.uuid4().hex[:8]}"
+    # offsets 0..19 in each of the 2 partitions; files of 7 records, so offset 9 is inside a file
+    first = replay(
+        config, ReplayOptions(kafka_bootstrap, name=name, batch=4, until=Until(offset=9)), progress_out=None
+    )
+    assert first.records == 20
+    rest = replay(config, ReplayOptions(kafka_bootstrap, name=name, batch=4), progress_out=None)
+    assert rest.records == N - 20
+    expected = read_topic(kafka_bootstrap, case["topic"])
+    got = read_topic(kafka_bootstrap, target)
+    for p in range(PARTS):
+        assert [r for r in got if r[0] == p] == sorted((r for r in expected if r[0] == p), key=lambda r: r[4])

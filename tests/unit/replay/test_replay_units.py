@@ -133,3 +133,62 @@ def test_until_parses_offsets_and_times():
         parse_until("2026-01-01T00:00:00")
     with pytest.raises(ReplayArgsError, match="expected an offset"):
         parse_until("soon")
+
+
+def test_bytes_csv_and_avro_files_decode_with_what_they_keep():
+    import io
+
+    import fastavro
+
+    (raw,) = parse_replay("INSERT INTO t SELECT * FROM b:p STOREAS BYTES")
+    (rec,) = decode_file(raw, _file("p/src/0/4.bytes", last=4), b"\x00\x01")
+    assert (rec.value, rec.offset) == (b"\x00\x01", 4)
+    (csvh,) = parse_replay("INSERT INTO t SELECT * FROM b:p STOREAS CSV_WITHHEADERS")
+    recs = decode_file(csvh, _file("p/src/0/1.csv", last=1), b"a,b\r\n1,x\r\n2,y\r\n")
+    assert [r.value for r in recs] == [{"a": "1", "b": "x"}, {"a": "2", "b": "y"}]
+    (avro,) = parse_replay("INSERT INTO t SELECT * FROM b:p STOREAS AVRO PROPERTIES('store.envelope'=true)")
+    value_schema = {"type": "record", "name": "v", "fields": [{"name": "id", "type": "long"}]}
+    schema = {
+        "type": "record",
+        "name": "Envelope",
+        "fields": [
+            {"name": "key", "type": ["null", "bytes"], "default": None},
+            {"name": "value", "type": ["null", value_schema], "default": None},
+            {
+                "name": "headers",
+                "type": {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "H",
+                        "fields": [
+                            {"name": "name", "type": "string"},
+                            {"name": "value", "type": ["null", "string"]},
+                            {"name": "value_bytes", "type": ["null", "bytes"]},
+                        ],
+                    },
+                },
+            },
+        ],
+    }
+    buf = io.BytesIO()
+    row = {"key": b"k", "value": {"id": 3}, "headers": [{"name": "h", "value": None, "value_bytes": b"\x02"}]}
+    fastavro.writer(buf, schema, [row])
+    (rec,) = decode_file(avro, _file("p/src/0/0.avro", last=0), buf.getvalue())
+    assert (rec.key, rec.value, rec.headers) == (b"k", {"id": 3}, (("h", b"\x02"),))
+    assert rec.value_schema == value_schema and rec.key_schema == "bytes"
+
+
+def test_avro_converter_needs_a_schema_from_the_archive():
+    from sink.replay.serialise import ReplaySerialiseError
+
+    ser = build_serialiser(
+        {
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": "http://x",
+        },
+        "value",
+    )
+    assert ser.serialise("t", None) is None
+    with pytest.raises(ReplaySerialiseError, match="only STOREAS AVRO files carry one"):
+        ser.serialise("t", {"id": 1})
