@@ -246,4 +246,4 @@ class KafkaSide:
 
     def close(self) -> None:
         self.abort()
-        self.producer.flush(5)
+        self.producer.flush(1)

@@ -17,11 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from confluent_kafka import KafkaException
+
 from kcql.errors import ConfigError
 from kcql.replay import ReplayPlan, parse_replay
 from sink.replay.archive import ArchivedRecord, list_committed, read_records
 from sink.replay.position import PlanPosition, Position
-from sink.replay.producer import KafkaSide, LandedRecord
+from sink.replay.producer import KafkaSide, LandedRecord, ReplayKafkaError
 from sink.replay.serialise import Serialiser, build_serialiser, header_bytes
 from spark_reader.catalog import DataFile
 from spark_reader.storage import StorageSettings
@@ -146,30 +148,51 @@ def replay(
     kafka = KafkaSide(options.bootstrap, options.name, options.position_topic, options.producer_overrides)
     progress = Progress()
     try:
-        targets = {p.topic: kafka.partitions(p.topic) for p in plans}
-        kafka.ensure_position_topic()
-        kafka.init()
-        partitioned = {_plan_id(p): bool(p.layout.partition_by) for p in plans}
-        position = kafka.read_position(partitioned)
-        matchers = {t: _Matcher(kafka.landed_beyond(t, n, position)) for t, n in targets.items()}
-        run = _Run(plans, storage, kafka, position, targets, matchers, key_ser, value_ser, options, progress)
-        last_new = time.monotonic()
-        while True:
-            produced_files = run.one_pass(progress_out, should_stop)
-            now = time.monotonic()
-            if produced_files:
-                last_new = now
-            if not options.follow or should_stop() or run.finished:
-                break
-            if options.idle_timeout is not None and now - last_new >= options.idle_timeout:
-                break
-            deadline = now + options.poll_interval
-            while time.monotonic() < deadline and not should_stop():
-                time.sleep(min(0.05, options.poll_interval))
-        progress.maybe_print(progress_out, 0, force=True)
-        return progress
+        return _replay(
+            plans, storage, kafka, key_ser, value_ser, options, progress, progress_out, should_stop
+        )
+    except KafkaException as exc:
+        raise ReplayKafkaError(
+            f"Kafka at {options.bootstrap}: {exc.args[0].str() if exc.args else exc}"
+        ) from exc
     finally:
         kafka.close()
+
+
+def _replay(
+    plans: Sequence[ReplayPlan],
+    storage: StorageSettings,
+    kafka: KafkaSide,
+    key_ser: Serialiser,
+    value_ser: Serialiser,
+    options: ReplayOptions,
+    progress: Progress,
+    progress_out: TextIO | None,
+    should_stop: Callable[[], bool],
+) -> Progress:
+    """Start (fence, read the position, reconcile), then passes until done."""
+    targets = {p.topic: kafka.partitions(p.topic) for p in plans}
+    kafka.ensure_position_topic()
+    kafka.init()
+    partitioned = {_plan_id(p): bool(p.layout.partition_by) for p in plans}
+    position = kafka.read_position(partitioned)
+    matchers = {t: _Matcher(kafka.landed_beyond(t, n, position)) for t, n in targets.items()}
+    run = _Run(plans, storage, kafka, position, targets, matchers, key_ser, value_ser, options, progress)
+    last_new = time.monotonic()
+    while True:
+        produced_files = run.one_pass(progress_out, should_stop)
+        now = time.monotonic()
+        if produced_files:
+            last_new = now
+        if not options.follow or should_stop() or run.finished:
+            break
+        if options.idle_timeout is not None and now - last_new >= options.idle_timeout:
+            break
+        deadline = now + options.poll_interval
+        while time.monotonic() < deadline and not should_stop():
+            time.sleep(min(0.05, options.poll_interval))
+    progress.maybe_print(progress_out, 0, force=True)
+    return progress
 
 
 class _Run:

@@ -187,3 +187,21 @@ def test_until_stops_at_an_offset_and_a_later_run_continues_exactly_there(
     got = read_topic(kafka_bootstrap, target)
     for p in range(PARTS):
         assert [r for r in got if r[0] == p] == sorted((r for r in expected if r[0] == p), key=lambda r: r[4])
+
+
+def test_a_missing_target_topic_is_named_and_not_created(kafka_bootstrap, archive):
+    from confluent_kafka.admin import AdminClient
+
+    from sink.replay.producer import ReplayKafkaError
+
+    case = archive.cases[("JSON", "default", True)]
+    missing = f"no-such-{uuid.uuid4().hex[:6]}"
+    config = {
+        "connect.s3.kcql": case["replay"].format(target=missing),
+        "connect.storage": "local",
+        "connect.local.root": str(archive.root),
+    }
+    with pytest.raises(ReplayKafkaError, match=f"target topic '{missing}' does not exist; create it first"):
+        replay(config, ReplayOptions(kafka_bootstrap, name="missing"), progress_out=None)
+    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
+    assert missing not in topics
