@@ -37,7 +37,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kcql.errors import SinkError
 from sink.replay.position import Position
 
-__all__ = ["KafkaSide", "LandedRecord", "ReplayKafkaError"]
+__all__ = ["KafkaSide", "LandedRecord", "Reconciler", "ReplayKafkaError"]
 
 log = logging.getLogger(__name__)
 
@@ -247,3 +247,32 @@ class KafkaSide:
     def close(self) -> None:
         self.abort()
         self.producer.flush(1)
+
+
+class Reconciler:
+    """Step 3 of the module docstring: per target partition, the records visible after the position.
+
+    Replay asks, for each record it is about to produce to a partition, whether an equal record is
+    visible there (after the previous match); a match is a record a killed transaction left (Tansu
+    shows aborted records) and counts as landed. Records matching nothing (another producer's) are
+    passed over. The timestamp is compared only when the archive kept it.
+    """
+
+    def __init__(self, landed: dict[int, list[LandedRecord]]) -> None:
+        self.landed = landed
+        self.cursor = dict.fromkeys(landed, 0)
+
+    def take(
+        self, partition: int, key: bytes | None, value: bytes | None, headers: list[Any], ts: int | None
+    ) -> int | None:
+        """The offset of the first visible record equal to this one (consumed), else None."""
+        recs = self.landed.get(partition)
+        if not recs:
+            return None
+        hdrs = tuple(headers)
+        for i in range(self.cursor[partition], len(recs)):
+            k, v, h, t, off = recs[i]
+            if k == key and v == value and h == hdrs and (ts is None or t == ts):
+                self.cursor[partition] = i + 1
+                return off
+        return None

@@ -23,12 +23,13 @@ from kcql.errors import ConfigError
 from kcql.replay import ReplayPlan, parse_replay
 from sink.replay.archive import ArchivedRecord, list_committed, read_records
 from sink.replay.position import PlanPosition, Position
-from sink.replay.producer import KafkaSide, LandedRecord, ReplayKafkaError
+from sink.replay.producer import KafkaSide, Reconciler, ReplayKafkaError
+from sink.replay.progress import Progress
 from sink.replay.serialise import Serialiser, build_serialiser, header_bytes
 from spark_reader.catalog import DataFile
 from spark_reader.storage import StorageSettings
 
-__all__ = ["DEFAULT_POSITION_TOPIC", "Progress", "ReplayOptions", "Until", "replay"]
+__all__ = ["DEFAULT_POSITION_TOPIC", "ReplayOptions", "Until", "plans_from_config", "replay"]
 
 log = logging.getLogger(__name__)
 
@@ -64,31 +65,6 @@ class ReplayOptions:
     producer_overrides: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class Progress:
-    """Counts shown on the progress line and returned at the end."""
-
-    files: int = 0
-    records: int = 0
-    recognised: int = 0
-    """Records found already in the target at start (Tansu shows aborted records; see producer)."""
-    started: float = field(default_factory=time.monotonic)
-    _last_print: float = 0.0
-
-    def line(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        rate = self.records / elapsed
-        extra = f", {self.recognised} already there" if self.recognised else ""
-        return f"replay: files {self.files}, records {self.records}{extra}, {rate:,.0f} records/s"
-
-    def maybe_print(self, out: TextIO | None, every: float, force: bool = False) -> None:
-        now = time.monotonic()
-        if out is not None and (force or now - self._last_print >= every):
-            self._last_print = now
-            out.write(self.line() + "\n")
-            out.flush()
-
-
 def plans_from_config(config: Mapping[str, Any]) -> tuple[ReplayPlan, ...]:
     """The reverse statements in ``connect.s3.kcql`` (or ``kcql``), as the Lenses S3 source reads it."""
     for key in ("connect.s3.kcql", "connect.local.kcql", "kcql"):
@@ -98,29 +74,6 @@ def plans_from_config(config: Mapping[str, Any]) -> tuple[ReplayPlan, ...]:
     raise ConfigError(
         [("connect.s3.kcql", "", "required: INSERT INTO topic SELECT * FROM bucket:prefix [STOREAS fmt] ...")]
     )
-
-
-class _Matcher:
-    """Per target partition, the records already visible after the position (see producer)."""
-
-    def __init__(self, landed: dict[int, list[LandedRecord]]) -> None:
-        self.landed = landed
-        self.cursor = dict.fromkeys(landed, 0)
-
-    def take(
-        self, partition: int, key: bytes | None, value: bytes | None, headers: list[Any], ts: int | None
-    ) -> int | None:
-        """The offset of the first visible record equal to this one (consumed), else None."""
-        recs = self.landed.get(partition)
-        if not recs:
-            return None
-        hdrs = tuple(headers)
-        for i in range(self.cursor[partition], len(recs)):
-            k, v, h, t, off = recs[i]
-            if k == key and v == value and h == hdrs and (ts is None or t == ts):
-                self.cursor[partition] = i + 1
-                return off
-        return None
 
 
 def _plan_id(plan: ReplayPlan) -> str:
@@ -176,7 +129,7 @@ def _replay(
     kafka.init()
     partitioned = {_plan_id(p): bool(p.layout.partition_by) for p in plans}
     position = kafka.read_position(partitioned)
-    matchers = {t: _Matcher(kafka.landed_beyond(t, n, position)) for t, n in targets.items()}
+    matchers = {t: Reconciler(kafka.landed_beyond(t, n, position)) for t, n in targets.items()}
     run = _Run(plans, storage, kafka, position, targets, matchers, key_ser, value_ser, options, progress)
     last_new = time.monotonic()
     while True:
@@ -205,7 +158,7 @@ class _Run:
         kafka: KafkaSide,
         position: Position,
         targets: dict[str, int],
-        matchers: dict[str, _Matcher],
+        matchers: dict[str, Reconciler],
         key_ser: Serialiser,
         value_ser: Serialiser,
         options: ReplayOptions,

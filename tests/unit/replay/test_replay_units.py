@@ -192,3 +192,19 @@ def test_avro_converter_needs_a_schema_from_the_archive():
     assert ser.serialise("t", None) is None
     with pytest.raises(ReplaySerialiseError, match="only STOREAS AVRO files carry one"):
         ser.serialise("t", {"id": 1})
+
+
+def test_reconciler_takes_what_a_killed_transaction_left_in_order_and_passes_over_foreign_records():
+    from sink.replay.producer import Reconciler
+
+    h = (("h", b"1"),)
+    visible = {
+        0: [(b"k1", b"v1", h, 10, 100), (b"zz", b"foreign", (), 5, 101), (b"k2", b"v2", h, 11, 102)],
+    }
+    rec = Reconciler(visible)
+    assert rec.take(0, b"k1", b"v1", list(h), 10) == 100
+    assert rec.take(0, b"k1", b"v1", list(h), 10) is None  # each visible record counts once
+    assert rec.take(0, b"k2", b"v2", list(h), None) == 102  # no archived timestamp: not compared
+    assert rec.take(0, b"k3", b"v3", list(h), 12) is None  # beyond what landed: produce it
+    assert rec.take(1, b"k1", b"v1", list(h), 10) is None  # nothing visible in partition 1
+    assert Reconciler({0: [(b"k", b"v", (), 7, 3)]}).take(0, b"k", b"v", [], 8) is None  # timestamps differ
