@@ -34,11 +34,14 @@ LAYOUTS: dict[str, tuple[str, str]] = {
 }
 ENVELOPE_CASES = [(fmt, layout) for fmt in ("JSON", "AVRO", "PARQUET") for layout in LAYOUTS]
 PLAIN_CASES = [("JSON", "default"), ("PARQUET", "default"), ("JSON", "values")]
+STRING_CASES = [("TEXT", "default"), ("BYTES", "default")]
+"""Written by a second sink with StringConverter (TEXT takes only strings); replayed with it too."""
+STRING = "org.apache.kafka.connect.storage.StringConverter"
 
 
-def _clauses(layout: str, envelope: bool) -> tuple[str, str]:
+def _clauses(layout: str, envelope: bool, fmt: str = "JSON") -> tuple[str, str]:
     clause, extra = LAYOUTS[layout]
-    props = ["'flush.count'=7", "'flush.interval'=1"]
+    props = ["'flush.count'=1" if fmt == "BYTES" else "'flush.count'=7", "'flush.interval'=1"]
     if envelope:
         props.append(ENVELOPE)
     if extra:
@@ -61,26 +64,33 @@ def archive(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> A
     root = tmp_path_factory.mktemp("replay-archive")
     arch = Archive(root)
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    statements = []
+    statements: dict[bool, list[str]] = {False: [], True: []}  # by "written with StringConverter"
     records = source_records(N, PARTS)
-    for envelope, cases in ((True, ENVELOPE_CASES), (False, PLAIN_CASES)):
+    for envelope, cases in ((True, ENVELOPE_CASES), (False, PLAIN_CASES + STRING_CASES)):
         for fmt, layout in cases:
             topic = f"ra-{fmt.lower()}-{layout}-{'env' if envelope else 'plain'}-{uuid.uuid4().hex[:6]}"
             prefix = f"{layout}-{'env' if envelope else 'plain'}-{fmt.lower()}"
-            clause, props = _clauses(layout, envelope)
+            clause, props = _clauses(layout, envelope, fmt)
             tail = f"{clause} STOREAS {fmt} PROPERTIES({props})"
-            statements.append(f"INSERT INTO arch:{prefix} SELECT * FROM `{topic}` {tail}")  # noqa: S608
+            by_string = (fmt, layout) in STRING_CASES
+            statements[by_string].append(f"INSERT INTO arch:{prefix} SELECT * FROM `{topic}` {tail}")  # noqa: S608
             arch.cases[(fmt, layout, envelope)] = {
                 "topic": topic,
                 "replay": f"INSERT INTO {{target}} SELECT * FROM arch:{prefix} {tail}",  # noqa: S608
+                "string": by_string,
             }
     topics = [c["topic"] for c in arch.cases.values()]
     for fut in admin.create_topics([NewTopic(t, num_partitions=PARTS) for t in topics]).values():
         fut.result(10)
     for t in topics:
         produce(kafka_bootstrap, t, records)
-    cfg = make_config(sink_props(str(root), topics, ";\n".join(statements)))
-    sink = RunningSink(cfg, kafka_bootstrap)
+    sinks = []
+    for by_string, stmts in statements.items():
+        mine = [c["topic"] for c in arch.cases.values() if c["string"] == by_string]
+        extra = {"value.converter": STRING} if by_string else {}
+        sinks.append(
+            RunningSink(make_config(sink_props(str(root), mine, ";\n".join(stmts), **extra)), kafka_bootstrap)
+        )
     storage = StorageSettings(kind="local", root=str(root))
 
     def archived(case: dict[str, Any]) -> int:
@@ -92,8 +102,9 @@ def archive(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> A
     try:
         wait_for(lambda: all(archived(c) == N for c in arch.cases.values()), 60, "every case archived")
     finally:
-        sink.join()
-    assert sink.error is None, sink.error
+        for sink in sinks:
+            sink.join()
+    assert all(sink.error is None for sink in sinks), [sink.error for sink in sinks]
     return arch
 
 
@@ -105,6 +116,7 @@ def _replay_into(
         "connect.s3.kcql": case["replay"].format(target=target),
         "connect.storage": "local",
         "connect.local.root": str(arch.root),
+        **({"value.converter": STRING} if case["string"] else {}),
     }
     progress = replay(
         config, ReplayOptions(kafka_bootstrap, name=f"rt-{uuid.uuid4().hex[:8]}", batch=15), progress_out=None
@@ -125,7 +137,7 @@ def test_envelope_round_trip_is_record_for_record(kafka_bootstrap, topic_factory
     assert len(got) == N
 
 
-@pytest.mark.parametrize(("fmt", "layout"), PLAIN_CASES)
+@pytest.mark.parametrize(("fmt", "layout"), PLAIN_CASES + STRING_CASES)
 def test_without_envelope_the_value_and_partition_come_back(
     kafka_bootstrap, topic_factory, archive, fmt, layout
 ):
@@ -205,3 +217,18 @@ def test_a_missing_target_topic_is_named_and_not_created(kafka_bootstrap, archiv
         replay(config, ReplayOptions(kafka_bootstrap, name="missing"), progress_out=None)
     topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
     assert missing not in topics
+
+
+def test_follow_with_idle_timeout_ends_after_the_archive_is_replayed(kafka_bootstrap, topic_factory, archive):
+    case = archive.cases[("PARQUET", "default", True)]
+    target = topic_factory("rb", partitions=PARTS)
+    config = {
+        "connect.s3.kcql": case["replay"].format(target=target),
+        "connect.storage": "local",
+        "connect.local.root": str(archive.root),
+    }
+    options = ReplayOptions(
+        kafka_bootstrap, name=f"idle-{uuid.uuid4().hex[:6]}", follow=True, poll_interval=0.1, idle_timeout=0.5
+    )
+    assert replay(config, options, progress_out=None).records == N
+    assert len(read_topic(kafka_bootstrap, target)) == N
