@@ -52,7 +52,7 @@ bench: $(BENCH_STAMP)
 # broken configs, hostile REST input). `make test` runs a fast subset of the same tests.
 chaos: $(STAMP)
 	$(PY) -m chaos $(CHAOS_ARGS)
-	$(PY) -m pytest -q -p no:cacheprovider -m 'chaos or not chaos' tests/integration/test_reliability_*.py
+	$(PY) -m pytest -q -p no:cacheprovider -m 'chaos or not chaos' tests/integration/test_reliability_*.py tests/integration/test_replay_process.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache demo-data

@@ -21,7 +21,7 @@ from sink._logging import configure_logging, restore_logging
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
-COMMAND_MODULES = ("kcql", "run", "spark_run", "worker", "sql", "cat")
+COMMAND_MODULES = ("kcql", "run", "spark_run", "worker", "sql", "cat", "replay")
 """Subcommand modules under ``sink.cli``, in ``--help`` order; missing ones are skipped."""
 
 log = logging.getLogger(__name__)

@@ -26,6 +26,7 @@ from kcql.errors import ConfigError
 from sink.config.files import ConnectorConfig, parse_connector_config
 from sink.config.secrets import mask
 from sink.records.record import TopicPartition
+from sink.rest import plugins
 from sink.rest.errors import RestError
 from sink.rest.metering import TaskMetrics
 from sink.rest.store import ConnectorRecord, StateStore
@@ -104,6 +105,9 @@ class TaskRunner:
 
     def _run(self, cfg: ConnectorConfig, bootstrap: str, stop: threading.Event) -> None:
         try:
+            if plugins.resolve_class(cfg.props.get("connector.class")) == plugins.REPLAY_CLASS:
+                self._replay(cfg, bootstrap, stop)
+                return
             from sink.runtime.loop import RuntimeOptions, SinkRuntime
 
             runtime = SinkRuntime(
@@ -121,6 +125,20 @@ class TaskRunner:
             self.state = "FAILED"
             self.metrics.failures += 1
             log.exception("task %s failed", self.label)
+
+    def _replay(self, cfg: ConnectorConfig, bootstrap: str, stop: threading.Event) -> None:
+        """A replay connector's task: ``kcql-sink replay --follow`` until stopped."""
+        from sink.replay.runner import DEFAULT_POSITION_TOPIC, ReplayOptions, replay
+
+        topic = cfg.props.get("connect.replay.position.topic") or DEFAULT_POSITION_TOPIC
+        log.info("replay task %s started", self.label)
+        replay(
+            cfg.props,
+            ReplayOptions(bootstrap=bootstrap, name=cfg.name, position_topic=topic, follow=True),
+            progress_out=None,
+            should_stop=stop.is_set,
+        )
+        log.info("replay task %s stopped", self.label)
 
     def halt(self, timeout: float = 30.0) -> None:
         """Ask the thread to stop (the runtime commits what is durable first) and wait for it."""
@@ -424,7 +442,10 @@ class Herder:
     def _connector_config(self, conn: Connector) -> tuple[ConnectorConfig, str] | None:
         """The parsed config and bootstrap servers, or ``None`` after marking the connector FAILED."""
         try:
-            cfg = parse_connector_config(dict(conn.config))
+            if plugins.resolve_class(conn.config.get("connector.class")) == plugins.REPLAY_CLASS:
+                cfg = ConnectorConfig(conn.name, dict(conn.config))  # validated by plugins.validate_config
+            else:
+                cfg = parse_connector_config(dict(conn.config))
         except ConfigError as exc:
             self._fail(conn, str(exc))
             return None

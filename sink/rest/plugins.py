@@ -17,6 +17,7 @@ from sink.config.secrets import is_secret_key, mask
 __all__ = [
     "CONNECTOR_CLASS",
     "KEY_CATALOGUE",
+    "REPLAY_CLASS",
     "VERSION",
     "config_infos",
     "connector_plugins",
@@ -29,6 +30,10 @@ VERSION = "0.1.0"
 CONNECTOR_CLASS = "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector"
 ALIASES = frozenset({CONNECTOR_CLASS, "S3SinkConnector", "S3Sink", "kcql-sink"})
 """Connect resolves a plugin by full class name, simple name, or simple name minus 'Connector'."""
+REPLAY_CLASS = "io.lenses.streamreactor.connect.aws.s3.source.S3SourceConnector"
+"""The replay (``kcql-sink replay`` as a source connector): it reads the reverse KCQL form the
+Lenses S3 source connector reads, so its class name is that connector's."""
+REPLAY_ALIASES = frozenset({REPLAY_CLASS, "S3SourceConnector", "S3Source", "kcql-sink-replay"})
 
 CONVERTER_CLASSES = (
     "org.apache.kafka.connect.json.JsonConverter",
@@ -117,6 +122,8 @@ def resolve_class(name: str | None) -> str | None:
     name = name.strip()
     if name in ALIASES or name.endswith(".S3SinkConnector"):
         return CONNECTOR_CLASS
+    if name in REPLAY_ALIASES or name.endswith(".S3SourceConnector"):
+        return REPLAY_CLASS
     return None
 
 
@@ -131,7 +138,10 @@ def unknown_class_message(name: str) -> str:
 
 def connector_plugins(connectors_only: bool = True) -> list[dict[str, str]]:
     """``GET /connector-plugins``: the sink, plus converters when ``connectorsOnly=false``."""
-    plugins = [{"class": CONNECTOR_CLASS, "type": "sink", "version": VERSION}]
+    plugins = [
+        {"class": CONNECTOR_CLASS, "type": "sink", "version": VERSION},
+        {"class": REPLAY_CLASS, "type": "source", "version": VERSION},
+    ]
     if not connectors_only:
         plugins += [{"class": c, "type": "converter"} for c in CONVERTER_CLASSES]
     return plugins
@@ -182,7 +192,12 @@ def validate_config(config: Mapping[str, str | None]) -> list[ConfigProblem]:
     from sink.config.validate import validate
 
     problems = [ConfigProblem(k, "", NULL_VALUE_ERROR) for k, v in config.items() if v is None]
-    return problems + validate({k: v for k, v in config.items() if v is not None})
+    given = {k: v for k, v in config.items() if v is not None}
+    if resolve_class(given.get("connector.class")) == REPLAY_CLASS:
+        from sink.replay.validate import replay_problems
+
+        return problems + [ConfigProblem(p.key, mask(p.key, p.value), p.why) for p in replay_problems(given)]
+    return problems + validate(given)
 
 
 def error_message_lines(problems: list[ConfigProblem]) -> str:

@@ -51,7 +51,14 @@ def test_every_error_status(worker, topic_factory, tmp_path):
     assert error(worker.delete("/connectors"), 405) == "HTTP 405 Method Not Allowed"
     info = worker.get("/").json()
     assert set(info) == {"version", "commit", "kafka_cluster_id"} and info["kafka_cluster_id"]
-    assert worker.get("/connector-plugins").json() == [{"class": CLASS, "type": "sink", "version": "0.1.0"}]
+    assert worker.get("/connector-plugins").json() == [
+        {"class": CLASS, "type": "sink", "version": "0.1.0"},
+        {
+            "class": "io.lenses.streamreactor.connect.aws.s3.source.S3SourceConnector",
+            "type": "source",
+            "version": "0.1.0",
+        },
+    ]
     assert any(p["type"] == "converter" for p in worker.get("/connector-plugins?connectorsOnly=false").json())
     assert error(worker.get("/connector-plugins/Nope/config"), 404) == "Unknown plugin Nope."
     assert any(k["name"] == "connect.s3.kcql" for k in worker.get("/connector-plugins/S3Sink/config").json())

@@ -16,6 +16,7 @@ The layers are README's architecture picture:
     sink.task                               the task: writers, flush policy, timer
     sink.runtime                            the consumer loop, the error policy, the DLQ
     sink.spark                              the same pipeline inside Spark executors
+    sink.replay                             committed files back into Kafka (kcql-sink replay)
     sink.rest, sink.quickstart              the Connect REST worker; demo and embedded servers
     sink.cli                                the command line
 """
@@ -41,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sink.task",),
     ("sink.runtime",),
     ("sink.spark",),
+    ("sink.replay",),
     ("sink.rest", "sink.quickstart"),
     ("sink.cli",),
 )
