@@ -120,6 +120,24 @@ class KafkaSide:
         except KafkaException as exc:
             raise ReplayKafkaError(f"cannot initialise the replay's transactions: {exc}") from exc
 
+    def ends(self, topic: str, partitions: int) -> dict[int, int]:
+        """Each partition's high watermark now (read_uncommitted: everything written so far, ours
+        or not; Tansu answers (0, 0) under read_committed while a transaction is open)."""
+        consumer = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": f"kcql-sink-replay-{self.name}-reader",
+             "enable.auto.commit": False}
+        )
+        try:
+            out = {}
+            for p in range(partitions):
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout)
+                out[p] = high
+            return out
+        except KafkaException as exc:
+            raise ReplayKafkaError(f"cannot read the end offsets of {topic}: {exc}") from exc
+        finally:
+            consumer.close()
+
     def _read(self, topic: str, partition: int, start: int) -> list[Any]:
         """Every message of ``topic``/``partition`` from ``start`` to its end, read_committed."""
         consumer = Consumer(

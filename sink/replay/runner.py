@@ -129,6 +129,14 @@ def _replay(
     kafka.init()
     partitioned = {_plan_id(p): bool(p.layout.partition_by) for p in plans}
     position = kafka.read_position(partitioned)
+    if not position.found:
+        # A first run: what the targets hold now is not ours. Its end offsets are committed as the
+        # position (a transaction with no record of ours) before anything is produced, so a
+        # restart reconciles only what comes after them, never a record that was there before.
+        for topic, partitions in targets.items():
+            position.targets[topic] = kafka.ends(topic, partitions)
+        kafka.begin(position)
+        kafka.commit(position)
     matchers = {t: Reconciler(kafka.landed_beyond(t, n, position)) for t, n in targets.items()}
     run = _Run(plans, storage, kafka, position, targets, matchers, key_ser, value_ser, options, progress)
     last_new = time.monotonic()

@@ -174,6 +174,10 @@ def test_second_run_replays_nothing_and_new_name_replays_again(kafka_bootstrap, 
     second = replay(config, ReplayOptions(kafka_bootstrap, name=name, batch=10), progress_out=None)
     assert (first.records, second.records) == (N, 0)
     assert len(read_topic(kafka_bootstrap, target)) == N
+    # a new name starts after what the target holds: identical records there are not taken for its own
+    third = replay(config, ReplayOptions(kafka_bootstrap, name=f"{name}-b", batch=10), progress_out=None)
+    assert third.records == N
+    assert len(read_topic(kafka_bootstrap, target)) == 2 * N
 
 
 @pytest.mark.parametrize("layout", ["default", "values"])
