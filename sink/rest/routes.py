@@ -21,6 +21,7 @@ from sink.rest.errors import RestError
 from sink.rest.herder import Herder
 from sink.rest.loggers import logger_levels, set_logger_level
 from sink.rest.metrics import render_metrics
+from sink.rest.openapi import openapi_document
 from sink.rest.store import TARGET_STATES, check_name
 from sink.rest.ui import render_ui
 
@@ -60,10 +61,11 @@ def _coerce(config: Any) -> dict[str, str | None]:
 class Api:
     """The handlers, bound to one herder."""
 
-    def __init__(self, herder: Herder, registry: Any) -> None:
+    def __init__(self, herder: Herder, registry: Any, *, basic_auth: bool = False) -> None:
         self.herder = herder
         self.registry = registry
         self._cluster_id: str | None = None
+        self._openapi = openapi_document(basic_auth=basic_auth)
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -143,6 +145,9 @@ class Api:
 
     def ui(self, request: Request) -> Response:
         return HTMLResponse(render_ui(self.herder))
+
+    def openapi(self, request: Request) -> Response:
+        return JSONResponse(self._openapi)
 
     # --- connectors ----------------------------------------------------------------------------
 
@@ -259,7 +264,7 @@ class Api:
 
     def _task_id(self, request: Request, message: str) -> int:
         raw = request.path_params["task"]
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()):  # str.isdigit alone takes '²', which int() refuses
             raise RestError(404, message.format(name=request.path_params["name"], task=raw))
         return int(raw)
 
@@ -381,15 +386,16 @@ def _cluster_id(bootstrap: str) -> str | None:
         return None
 
 
-def build_routes(herder: Herder, registry: Any) -> list[Route]:
-    """Every route of the worker."""
-    a = Api(herder, registry)
+def build_routes(herder: Herder, registry: Any, *, basic_auth: bool = False) -> list[Route]:
+    """Every route of the worker (``basic_auth``: whether /openapi.json declares it on writes)."""
+    a = Api(herder, registry, basic_auth=basic_auth)
     c = "/connectors/{name}"
     return [
         Route("/", a.root, methods=["GET"]),
         Route("/health", a.health, methods=["GET"]),
         Route("/metrics", a.metrics, methods=["GET"]),
         Route("/ui", a.ui, methods=["GET"]),
+        Route("/openapi.json", a.openapi, methods=["GET"]),
         Route("/connectors", a.list_connectors, methods=["GET"]),
         Route("/connectors", a.create_connector, methods=["POST"]),
         Route(c, a.get_connector, methods=["GET"]),
