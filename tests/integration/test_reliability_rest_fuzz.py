@@ -58,10 +58,16 @@ def base_config(topic: str, root: Path, secret: str) -> dict[str, str]:
 
 
 def schemathesis_run(
-    worker: Worker, topic: str, tmp_path: Path, *args: str, auth: str | None = None, checks: str = CHECKS
+    worker: Worker,
+    topic: str,
+    tmp_path: Path,
+    *args: str,
+    auth: str | None = None,
+    checks: str = CHECKS,
+    secret: str | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], Counter[tuple[str, int, bool]], str]:
     """``st run`` against ``worker``; returns the process, response counts and the run's secret."""
-    secret = "fuzz-secret-" + uuid.uuid4().hex
+    secret = secret or "fuzz-secret-" + uuid.uuid4().hex
     stats = tmp_path / f"stats-{uuid.uuid4().hex[:6]}.jsonl"
     base = base_config(topic, tmp_path / "out", secret)
     names = [f"fuzz-{i}" for i in range(2)]
@@ -102,6 +108,8 @@ def assert_clean_run(
     worker: Worker,
 ) -> None:
     report = proc.stdout[-6000:] + proc.stderr[-3000:]
+    by_status = Counter(f"{status // 100}xx" for (_, status, _), n in counts.items() for _ in range(n))
+    print(f"schemathesis: {sum(counts.values())} responses {dict(by_status)}; exit {proc.returncode}")
     assert proc.returncode == 0, report
     assert "passed" in proc.stdout and sum(counts.values()) > 0, report
     assert not [k for k in counts if k[1] >= 500], counts
@@ -134,9 +142,27 @@ def auth_worker(tmp_path, kafka_bootstrap):
 
 def test_schemathesis_short_run_finds_no_server_error_nor_off_document_response(worker, fuzz_topic, tmp_path):
     proc, counts, secret = schemathesis_run(
-        worker, fuzz_topic, tmp_path, "--max-examples", "6", "--seed", "25"
+        worker, fuzz_topic, tmp_path, "--max-examples", "4", "--seed", "25"
     )
     assert_clean_run(proc, counts, secret, worker)
+
+
+def test_the_secret_check_fails_when_a_response_shows_the_secret(worker, fuzz_topic, tmp_path):
+    """Negative control: pretend the plugin's class name is the secret; every plugin list shows it."""
+    proc, _, _ = schemathesis_run(
+        worker,
+        fuzz_topic,
+        tmp_path,
+        "--include-operation-id",
+        "listConnectorPlugins",
+        "--max-examples",
+        "1",
+        "--phases",
+        "fuzzing",
+        secret="S3SinkConnector",
+    )
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "came back in clear from GET /connector-plugins" in proc.stdout, proc.stdout[-3000:]
 
 
 def test_schemathesis_short_run_with_basic_auth_enforced(auth_worker, fuzz_topic, tmp_path):
@@ -178,7 +204,6 @@ def test_schemathesis_long_run_two_clients(worker, fuzz_topic, tmp_path):
     proc, counts, secret = schemathesis_run(
         worker, fuzz_topic, tmp_path, "--max-time", "150", "--max-examples", "400", "--workers", "2"
     )
-    print(sum(counts.values()), "responses;", proc.stdout[-1500:])
     assert_clean_run(proc, counts, secret, worker)
 
 
@@ -195,5 +220,4 @@ def test_schemathesis_long_run_with_basic_auth(auth_worker, fuzz_topic, tmp_path
         auth=AUTH,
         checks=CHECKS + ",ignored_auth",
     )
-    print(sum(counts.values()), "responses;", proc.stdout[-1500:])
     assert_clean_run(proc, counts, secret, auth_worker)
