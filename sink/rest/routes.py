@@ -225,7 +225,7 @@ class Api:
         config = self._checked_config(name, merged, existing=conn.config)
         from starlette.concurrency import run_in_threadpool
 
-        await run_in_threadpool(self.herder.put, name, config)
+        await run_in_threadpool(lambda: self.herder.put(name, config, update_only=True))
         return JSONResponse(self.herder.info(name))
 
     def status(self, request: Request) -> Response:
