@@ -6,11 +6,14 @@ Handlers are plain (sync) functions: Starlette runs them in its thread pool, so 
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -386,11 +389,36 @@ def _cluster_id(bootstrap: str) -> str | None:
         return None
 
 
+def _by_path(routes: list[Route]) -> list[Route]:
+    """One route per path, dispatching on the method, so a 405's ``Allow`` lists every method.
+
+    Starlette answers a wrong method with the ``Allow`` of the *first* route whose path matches:
+    with one route per method, ``OPTIONS /connectors`` said ``Allow: GET, HEAD`` and hid POST.
+    Sync handlers still run in the thread pool, as Starlette runs them.
+    """
+    handlers: dict[str, dict[str, Callable[[Request], Any]]] = {}
+    for route in routes:
+        for method in route.methods or ():
+            if method != "HEAD":
+                handlers.setdefault(route.path, {})[method] = route.endpoint
+
+    def dispatcher(by_method: dict[str, Callable[[Request], Any]]) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            handler = by_method["GET" if request.method == "HEAD" else request.method]
+            if inspect.iscoroutinefunction(handler):
+                return await handler(request)
+            return await run_in_threadpool(handler, request)
+
+        return endpoint
+
+    return [Route(path, dispatcher(methods), methods=list(methods)) for path, methods in handlers.items()]
+
+
 def build_routes(herder: Herder, registry: Any, *, basic_auth: bool = False) -> list[Route]:
     """Every route of the worker (``basic_auth``: whether /openapi.json declares it on writes)."""
     a = Api(herder, registry, basic_auth=basic_auth)
     c = "/connectors/{name}"
-    return [
+    return _by_path([
         Route("/", a.root, methods=["GET"]),
         Route("/health", a.health, methods=["GET"]),
         Route("/metrics", a.metrics, methods=["GET"]),
@@ -423,4 +451,4 @@ def build_routes(herder: Herder, registry: Any, *, basic_auth: bool = False) -> 
         Route("/connector-plugins", a.list_plugins, methods=["GET"]),
         Route("/connector-plugins/{plugin}/config", a.plugin_config, methods=["GET"]),
         Route("/connector-plugins/{plugin}/config/validate", a.validate, methods=["PUT"]),
-    ]
+    ])

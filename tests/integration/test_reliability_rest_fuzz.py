@@ -7,6 +7,10 @@ stateful phases, positive and negative data) and checks each response:
 * ``not_a_server_error``: no 5xx;
 * ``status_code_conformance``, ``content_type_conformance``, ``response_headers_conformance``,
   ``response_schema_conformance``: every response is one the document declares, in its shape;
+* ``unsupported_method``, ``allow_header_conformance``: a method the document does not list for a
+  path is a 405 whose ``Allow`` lists exactly the documented ones;
+* ``use_after_free``, ``ensure_resource_availability`` (stateful): a deleted connector is gone, a
+  created one is there;
 * ``secrets_never_returned`` (tests/integration/_rest_fuzz_hooks.py): a secret POSTed in a config
   never comes back in clear; half of the generated config bodies are laid under a valid config
   holding a secret, so connectors with secrets are really created, changed and read back;
@@ -38,7 +42,8 @@ from tests.integration._worker_support import REPO, Worker
 
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
-    "response_schema_conformance,secrets_never_returned"
+    "response_schema_conformance,unsupported_method,allow_header_conformance,use_after_free,"
+    "ensure_resource_availability,secrets_never_returned"
 )
 AUTH = "fuzz-admin:fuzz-" + uuid.uuid4().hex[:12]
 
