@@ -418,7 +418,7 @@ def build_routes(herder: Herder, registry: Any, *, basic_auth: bool = False) -> 
     """Every route of the worker (``basic_auth``: whether /openapi.json declares it on writes)."""
     a = Api(herder, registry, basic_auth=basic_auth)
     c = "/connectors/{name}"
-    return _by_path([
+    routes = [
         Route("/", a.root, methods=["GET"]),
         Route("/health", a.health, methods=["GET"]),
         Route("/metrics", a.metrics, methods=["GET"]),
@@ -451,4 +451,5 @@ def build_routes(herder: Herder, registry: Any, *, basic_auth: bool = False) -> 
         Route("/connector-plugins", a.list_plugins, methods=["GET"]),
         Route("/connector-plugins/{plugin}/config", a.plugin_config, methods=["GET"]),
         Route("/connector-plugins/{plugin}/config/validate", a.validate, methods=["PUT"]),
-    ])
+    ]
+    return _by_path(routes)
