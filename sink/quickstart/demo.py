@@ -176,7 +176,7 @@ def _stopped_on_exit(procs: list[subprocess.Popen[bytes]]) -> Iterator[None]:
 
 
 def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
-    from sink.quickstart.embedded import start_tansu
+    from sink.quickstart.embedded import TANSU_CONSUMER_OVERRIDES, start_tansu
 
     cli = [sys.executable, "-m", "sink.cli"]
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -206,7 +206,7 @@ def run_demo(data_dir: Path, records: int, use_s3: bool) -> int:
                 "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                 "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                 "value.converter.schemas.enable": "false",
-                "consumer.override.session.timeout.ms": "6000",
+                **TANSU_CONSUMER_OVERRIDES,  # the first join in 3 s, not 23 s
                 **storage,
             },
         }

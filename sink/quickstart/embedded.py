@@ -36,6 +36,7 @@ from typing import Any
 from kcql.errors import SinkError
 
 __all__ = [
+    "TANSU_CONSUMER_OVERRIDES",
     "EmbeddedError",
     "S3Endpoint",
     "SeaweedServer",
@@ -49,6 +50,16 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+TANSU_CONSUMER_OVERRIDES = {"consumer.override.session.timeout.ms": "6000"}
+"""Connector config for the consumers of every connector the product runs on the Tansu it starts.
+
+Tansu completes a new group's first join only after about half the session timeout: 23 s at
+librdkafka's 45 s default, so a connector POSTed to a worker would consume nothing for 23 s; at
+6000 ms (the lowest a Kafka broker accepts by default, group.min.session.timeout.ms) it takes
+3 s. A connector-level ``consumer.override`` (Connect's layer for one connector's consumer), not
+a change of our consumer defaults: a real Kafka cluster joins at once and keeps the safer 45 s.
+"""
 
 
 class EmbeddedError(SinkError):

@@ -101,7 +101,7 @@ def build_app(herder: Herder, basic_auth: str | None = None) -> Starlette:
 
     middleware = [Middleware(BasicAuthMiddleware, credentials=basic_auth)] if basic_auth else []
     return Starlette(
-        routes=build_routes(herder, make_registry(herder)),
+        routes=build_routes(herder, make_registry(herder), basic_auth=bool(basic_auth)),
         middleware=middleware,
         exception_handlers={RestError: _rest_error, HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,

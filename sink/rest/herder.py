@@ -282,12 +282,19 @@ class Herder:
         initial_state: str | None = None,
         *,
         create_only: bool = False,
+        update_only: bool = False,
     ) -> bool:
-        """Create or update; returns whether the connector was created. Config is already valid."""
+        """Create or update; returns whether the connector was created. Config is already valid.
+
+        ``update_only`` (PATCH): a connector deleted since the caller read it is a 404, not
+        created again from the patched copy of its old config.
+        """
         with self._lock:
             conn = self.connectors.get(name)
             if conn is not None and create_only:
                 raise RestError(409, f"Connector {name} already exists")
+            if conn is None and update_only:
+                raise RestError(404, f"Connector {name} not found")
             if conn is None:
                 conn = Connector(name, config, initial_state or "RUNNING")
                 self.store.save(ConnectorRecord(name, config, conn.target))

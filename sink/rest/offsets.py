@@ -35,6 +35,10 @@ RESET_MESSAGE = (
     "the connector uses."
 )
 TIMEOUT = 10.0
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+"""Kafka's legal topic names (``org.apache.kafka.common.internals.Topic``)."""
+MAX_PARTITION = 2**31 - 1
+MAX_OFFSET = 2**63 - 1
 
 
 def _consumer(bootstrap: str, name: str) -> Any:
@@ -101,7 +105,18 @@ def parse_alter_request(body: Any) -> list[tuple[str, int, int | None]]:
             raise RestError(
                 400, f'offsets[{i}]: partition must be {{"kafka_topic": ..., "kafka_partition": ...}}'
             )
+        if not TOPIC_NAME.fullmatch(part["kafka_topic"]) or part["kafka_topic"] in (".", ".."):
+            raise RestError(
+                400,
+                f"offsets[{i}].partition.kafka_topic {part['kafka_topic'][:255]!r} is not a Kafka topic name "
+                "(1 to 249 of a-z, A-Z, 0-9, '.', '_', '-')",
+            )
         partition = _as_int(part.get("kafka_partition"), f"offsets[{i}].partition.kafka_partition")
+        if not 0 <= partition <= MAX_PARTITION:
+            raise RestError(
+                400,
+                f"offsets[{i}].partition.kafka_partition must be from 0 to {MAX_PARTITION}, got {partition}",
+            )
         offset_obj = entry.get("offset")
         if offset_obj is None:
             out.append((part["kafka_topic"], partition, None))
@@ -109,8 +124,10 @@ def parse_alter_request(body: Any) -> list[tuple[str, int, int | None]]:
         if not isinstance(offset_obj, dict) or "kafka_offset" not in offset_obj:
             raise RestError(400, f'offsets[{i}]: offset must be null or {{"kafka_offset": <number>}}')
         offset = _as_int(offset_obj["kafka_offset"], f"offsets[{i}].offset.kafka_offset")
-        if offset < 0:
-            raise RestError(400, f"offsets[{i}].offset.kafka_offset must not be negative")
+        if not 0 <= offset <= MAX_OFFSET:
+            raise RestError(
+                400, f"offsets[{i}].offset.kafka_offset must be from 0 to {MAX_OFFSET}, got {offset}"
+            )
         out.append((part["kafka_topic"], partition, offset))
     return out
 
@@ -130,6 +147,7 @@ def _commit(bootstrap: str, name: str, wanted: list[tuple[str, int, int | None]]
 
     consumer = _consumer(bootstrap, name)
     try:
+        _check_partitions_exist(consumer, wanted)
         offsets = []
         for topic, partition, offset in wanted:
             if offset is None:
@@ -143,6 +161,17 @@ def _commit(bootstrap: str, name: str, wanted: list[tuple[str, int, int | None]]
         raise RestError(500, f"Failed to alter the offsets of consumer group connect-{name}: {exc}") from None
     finally:
         consumer.close()
+
+
+def _check_partitions_exist(consumer: Any, wanted: list[tuple[str, int, int | None]]) -> None:
+    """A 400 naming the first topic-partition the cluster does not have (a client's mistake, not ours)."""
+    known: dict[str, set[int]] = {}
+    for topic, partition, _ in wanted:
+        if topic not in known:
+            meta = consumer.list_topics(topic, timeout=TIMEOUT).topics.get(topic)
+            known[topic] = set(meta.partitions) if meta is not None and meta.error is None else set()
+        if partition not in known[topic]:
+            raise RestError(400, f"Topic-partition {topic}-{partition} does not exist in the Kafka cluster")
 
 
 def alter_offsets(bootstrap: str, name: str, body: Any) -> str:

@@ -6,11 +6,14 @@ Handlers are plain (sync) functions: Starlette runs them in its thread pool, so 
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -21,6 +24,7 @@ from sink.rest.errors import RestError
 from sink.rest.herder import Herder
 from sink.rest.loggers import logger_levels, set_logger_level
 from sink.rest.metrics import render_metrics
+from sink.rest.openapi import openapi_document
 from sink.rest.store import TARGET_STATES, check_name
 from sink.rest.ui import render_ui
 
@@ -60,10 +64,11 @@ def _coerce(config: Any) -> dict[str, str | None]:
 class Api:
     """The handlers, bound to one herder."""
 
-    def __init__(self, herder: Herder, registry: Any) -> None:
+    def __init__(self, herder: Herder, registry: Any, *, basic_auth: bool = False) -> None:
         self.herder = herder
         self.registry = registry
         self._cluster_id: str | None = None
+        self._openapi = openapi_document(basic_auth=basic_auth)
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -144,6 +149,9 @@ class Api:
     def ui(self, request: Request) -> Response:
         return HTMLResponse(render_ui(self.herder))
 
+    def openapi(self, request: Request) -> Response:
+        return JSONResponse(self._openapi)
+
     # --- connectors ----------------------------------------------------------------------------
 
     def list_connectors(self, request: Request) -> Response:
@@ -220,7 +228,7 @@ class Api:
         config = self._checked_config(name, merged, existing=conn.config)
         from starlette.concurrency import run_in_threadpool
 
-        await run_in_threadpool(self.herder.put, name, config)
+        await run_in_threadpool(lambda: self.herder.put(name, config, update_only=True))
         return JSONResponse(self.herder.info(name))
 
     def status(self, request: Request) -> Response:
@@ -259,7 +267,7 @@ class Api:
 
     def _task_id(self, request: Request, message: str) -> int:
         raw = request.path_params["task"]
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()):  # str.isdigit alone takes '²', which int() refuses
             raise RestError(404, message.format(name=request.path_params["name"], task=raw))
         return int(raw)
 
@@ -381,15 +389,41 @@ def _cluster_id(bootstrap: str) -> str | None:
         return None
 
 
-def build_routes(herder: Herder, registry: Any) -> list[Route]:
-    """Every route of the worker."""
-    a = Api(herder, registry)
+def _by_path(routes: list[Route]) -> list[Route]:
+    """One route per path, dispatching on the method, so a 405's ``Allow`` lists every method.
+
+    Starlette answers a wrong method with the ``Allow`` of the *first* route whose path matches:
+    with one route per method, ``OPTIONS /connectors`` said ``Allow: GET, HEAD`` and hid POST.
+    Sync handlers still run in the thread pool, as Starlette runs them.
+    """
+    handlers: dict[str, dict[str, Callable[[Request], Any]]] = {}
+    for route in routes:
+        for method in route.methods or ():
+            if method != "HEAD":
+                handlers.setdefault(route.path, {})[method] = route.endpoint
+
+    def dispatcher(by_method: dict[str, Callable[[Request], Any]]) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            handler = by_method["GET" if request.method == "HEAD" else request.method]
+            if inspect.iscoroutinefunction(handler):
+                return await handler(request)
+            return await run_in_threadpool(handler, request)
+
+        return endpoint
+
+    return [Route(path, dispatcher(methods), methods=list(methods)) for path, methods in handlers.items()]
+
+
+def build_routes(herder: Herder, registry: Any, *, basic_auth: bool = False) -> list[Route]:
+    """Every route of the worker (``basic_auth``: whether /openapi.json declares it on writes)."""
+    a = Api(herder, registry, basic_auth=basic_auth)
     c = "/connectors/{name}"
-    return [
+    routes = [
         Route("/", a.root, methods=["GET"]),
         Route("/health", a.health, methods=["GET"]),
         Route("/metrics", a.metrics, methods=["GET"]),
         Route("/ui", a.ui, methods=["GET"]),
+        Route("/openapi.json", a.openapi, methods=["GET"]),
         Route("/connectors", a.list_connectors, methods=["GET"]),
         Route("/connectors", a.create_connector, methods=["POST"]),
         Route(c, a.get_connector, methods=["GET"]),
@@ -418,3 +452,4 @@ def build_routes(herder: Herder, registry: Any) -> list[Route]:
         Route("/connector-plugins/{plugin}/config", a.plugin_config, methods=["GET"]),
         Route("/connector-plugins/{plugin}/config/validate", a.validate, methods=["PUT"]),
     ]
+    return _by_path(routes)

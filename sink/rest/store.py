@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 TARGET_STATES = ("RUNNING", "PAUSED", "STOPPED")
 MAX_NAME_LENGTH = 200
+MAX_STORED_NAME = 250
+"""Longest percent-encoded name: ``<name>.json`` must fit a file name (255 bytes on Linux file systems)."""
 
 
 @dataclass(slots=True)
@@ -43,7 +45,8 @@ def check_name(name: str) -> str:
     """The trimmed connector name, or a 400 saying why it cannot be used.
 
     Connect rejects empty names and control characters; we also reject ``/`` and ``\\`` (they
-    cannot round-trip through ``/connectors/{name}`` URLs) and ``.``/``..``.
+    cannot round-trip through ``/connectors/{name}`` URLs), ``.``/``..``, and names whose state file
+    name would be too long for the file system (a 500 from ``rename`` otherwise).
     """
     trimmed = name.strip()
     if not trimmed:
@@ -54,6 +57,13 @@ def check_name(name: str) -> str:
         raise RestError(400, f"Connector name {trimmed!r} must not contain '/' or '\\' nor be '.' or '..'")
     if len(trimmed) > MAX_NAME_LENGTH:
         raise RestError(400, f"Connector name is longer than {MAX_NAME_LENGTH} characters")
+    stored = len(quote(trimmed, safe=""))
+    if stored > MAX_STORED_NAME:
+        raise RestError(
+            400,
+            f"Connector name is too long to store: {stored} bytes once percent-encoded for its state file, "
+            f"at most {MAX_STORED_NAME} (non-ASCII characters take 6 to 12 bytes each)",
+        )
     return trimmed
 
 

@@ -46,7 +46,7 @@ from sink.records.batch import RecordBatch
 from sink.records.converters import needs_parsed_value, record_converter
 from sink.records.intake import BatchBuilder
 from sink.records.record import TopicPartition
-from sink.runtime.consumer import consumer_config
+from sink.runtime.consumer import AssignmentLog, consumer_config
 from sink.runtime.dlq import DeadLetterQueue
 from sink.runtime.policy import RecordPolicy, RetryBudget, TaskFailedError, put_tolerating
 from sink.transforms import parse_transforms
@@ -225,7 +225,9 @@ class SinkRuntime:
                 self.options.bootstrap, self.errors.dlq_topic, self.cfg.name, self.options.task_id,
                 self.errors.dlq_context_headers, self.errors.dlq_replication_factor,
             )
-        self.consumer = consumer or Consumer(consumer_config(self.cfg, self.options.bootstrap))
+        conf = consumer_config(self.cfg, self.options.bootstrap)
+        self.assignments = AssignmentLog(conf)
+        self.consumer = consumer or Consumer(conf)
         self.consumer.subscribe(
             self.subscription, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
@@ -383,7 +385,7 @@ class SinkRuntime:
             if tp in resume:
                 p.offset = resume[tp]
             self.assigned.add(tp)
-        log.info("assigned %s", ", ".join(f"{tp}@{p.offset}" for tp, p in zip(tps, partitions, strict=True)))
+        self.assignments.assigned([f"{tp}@{p.offset}" for tp, p in zip(tps, partitions, strict=True)])
         consumer.assign(partitions)
 
     def _on_revoke(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:

@@ -42,6 +42,7 @@ HOSTILE_NAMES = [
     ".hidden",
     "$(touch pwned)",
     "%00",
+    "🚀" * 60,  # 60 characters, but 720 bytes percent-encoded: too long for a state file name
 ]
 
 BAD_BODIES: list[bytes] = [
@@ -87,6 +88,7 @@ PATHS = (
     "/connectors/n/tasks/0/status",
     "/connectors/n/tasks/-1/restart",
     "/connectors/n/tasks/99999999999999999999/status",
+    "/connectors/n/tasks/²/status",  # a digit to str.isdigit, not to int()
     "/connector-plugins",
     "/admin/loggers/..%2f..",
     "/../../../etc/passwd",

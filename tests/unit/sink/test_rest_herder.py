@@ -126,6 +126,19 @@ def test_states_persist_across_a_restart(make_herder, tmp_path):
     assert gone.value.message == "No status found for connector a"
 
 
+def test_an_update_only_put_of_a_deleted_connector_is_a_404_not_a_new_connector(make_herder):
+    """PATCH reads the config, then puts the merged copy: a DELETE in between must win."""
+    herder = make_herder()
+    herder.put("a", config("a"), "STOPPED")
+    merged = herder.get("a").config | {"topics": "u"}
+    herder.delete("a")
+    with pytest.raises(RestError) as gone:
+        herder.put("a", merged, update_only=True)
+    assert gone.value.status == 404
+    assert herder.names() == []
+    assert herder.store.load_all() == []
+
+
 def test_failed_task_has_trace_and_makes_health_fail(make_herder):
     herder = make_herder(task=BrokenTask)
     herder.put("x", config("x"))

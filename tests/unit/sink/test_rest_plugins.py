@@ -108,6 +108,18 @@ def test_offsets_patch_body_parsing():
                 {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": -1}}
             ]
         },
+        *(  # out of Kafka's ranges, or not a topic name: 400s (librdkafka raised them as 500s)
+            {"offsets": [{"partition": {"kafka_topic": topic, "kafka_partition": part}, "offset": offset}]}
+            for topic, part, offset in (
+                ("t", 2**31, None),
+                ("t", -1, None),
+                ("t", 0, {"kafka_offset": 2**63}),
+                ("a\x00b", 0, None),
+                ("", 0, None),
+                ("..", 0, None),
+                ("x" * 250, 0, None),
+            )
+        ),
     ):
         with pytest.raises(RestError) as info:
             parse_alter_request(bad)

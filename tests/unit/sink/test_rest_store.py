@@ -33,14 +33,18 @@ def test_files_are_private_and_no_temp_files_remain(tmp_path):
     assert json.loads(files[0].read_text())["config"] == {"connect.s3.aws.secret.key": "y"}
 
 
-@pytest.mark.parametrize("name", ["../evil", "..", ".", "a/b", "a\\b", "", "   ", "bad\x00name", "x" * 201])
+@pytest.mark.parametrize(
+    "name", ["../evil", "..", ".", "a/b", "a\\b", "", "   ", "bad\x00name", "x" * 201, "🚀" * 21, "é" * 42]
+)
 def test_unusable_names_are_rejected(name):
     with pytest.raises(RestError) as info:
         check_name(name)
     assert info.value.status == 400
 
 
-@pytest.mark.parametrize("name", ["..evil", "a b", "ünïcode", "a%2Fb", ".hidden", "x" * 200])
+@pytest.mark.parametrize(
+    "name", ["..evil", "a b", "ünïcode", "a%2Fb", ".hidden", "x" * 200, "🚀" * 20, "é" * 41]
+)
 def test_odd_but_valid_names_stay_inside_the_directory(tmp_path, name):
     store = StateStore(tmp_path)
     store.save(ConnectorRecord(check_name(name), {"name": name}))
