@@ -531,6 +531,8 @@ class SinkTask:
             return  # already committed (early, by _commit_oldest) while the caller iterated a snapshot
         if writer.holds_owed_file:
             return  # not the announced file yet: it commits itself at its last offset
+        if writer.broken is not None:  # the staging disk was full: the file may end mid-record
+            raise writer.broken
         state = self._partitions[writer.tp]
         if background and self.background_commits and not writer.finished:
             failed = self._queue.failure(state.tp)
