@@ -87,14 +87,20 @@ class StagingArea:
     """The task's staging directory."""
 
     def __init__(self, root: Path | None, connector: str, task_id: str) -> None:
-        if root is None:
-            self.base = Path(tempfile.mkdtemp(prefix="kcql-sink-staging-"))
+        self._lock_fd: int | None = None
+        try:
+            if root is None:
+                self.base = Path(tempfile.mkdtemp(prefix="kcql-sink-staging-"))
+            else:
+                self.base = Path(root) / escape(connector) / task_id
+                self.base.mkdir(parents=True, exist_ok=True)
             self._remove_base = True
-        else:
-            self.base = Path(root) / escape(connector) / task_id
-            self.base.mkdir(parents=True, exist_ok=True)
-            self._remove_base = True
-        self._lock_fd: int | None = os.open(self.base / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            self._lock_fd = os.open(self.base / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if exc.errno in DISK_FULL:
+                where = Path(root) if root is not None else Path(tempfile.gettempdir())
+                raise staging_full(exc, where / escape(connector) / task_id / ".lock") from exc
+            raise
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if root is not None:
             self._remove_dead_siblings()

@@ -59,3 +59,17 @@ def test_enospc_names_the_staging_file_and_nothing_broken_is_committed(
         assert len(_data(tmp_path)) == 2
     finally:
         task.stop()
+
+
+def test_a_full_disk_at_start_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from sink.commit.staging import StagingArea
+
+    def full(*_args: Any, **_kwargs: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "open", full)
+    with pytest.raises(StagingFullError) as caught:
+        StagingArea(tmp_path / "staging", "conn", "task1")
+    assert str(tmp_path / "staging" / "conn" / "task1") in str(caught.value)
