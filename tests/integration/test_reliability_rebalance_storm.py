@@ -15,7 +15,7 @@ minutes, reproduced three times, also with ``max.poll.interval.ms=15000`` (Kafka
 completes a join at the rebalance timeout at the latest). That is the broker's; the storm tests
 the sink's side of each rebalance.
 
-The ``chaos`` test storms for ``KCQL_SINK_STORM_SECONDS`` (default 120); the short one for 15 s.
+The ``chaos`` test storms for ``KCQL_SINK_STORM_SECONDS`` (default 120); the short one for 8 s.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def _storm(bootstrap: str, topic_factory, tmp_path: Path, seconds: float, seed: 
 
 
 def test_rebalance_storm_short(kafka_bootstrap, topic_factory, tmp_path):
-    _storm(kafka_bootstrap, topic_factory, tmp_path, seconds=15, seed=7)
+    _storm(kafka_bootstrap, topic_factory, tmp_path, seconds=8, seed=1)
 
 
 @pytest.mark.chaos
