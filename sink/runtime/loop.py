@@ -70,6 +70,7 @@ class SinkTaskLike(Protocol):
     """What the runtime calls on a task (:class:`sink.task.SinkTask` is one)."""
 
     background_commits: bool
+    before_commit: Callable[[], None] | None
 
     def start(self, config: dict[str, str]) -> None: ...
     def open(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]: ...
@@ -225,6 +226,7 @@ class SinkRuntime:
                 self.options.bootstrap, self.errors.dlq_topic, self.cfg.name, self.options.task_id,
                 self.errors.dlq_context_headers, self.errors.dlq_replication_factor,
             )
+            self.task.before_commit = self.policy.dlq.flush  # dead letters durable before files
         conf = consumer_config(self.cfg, self.options.bootstrap)
         self.assignments = AssignmentLog(conf)
         self.consumer = consumer or Consumer(conf)
@@ -431,6 +433,8 @@ class SinkRuntime:
         current = {tp: off for tp, off in self.positions.items() if only is None or tp in only}
         if not current:
             return
+        if self.policy.dlq is not None:
+            self.policy.dlq.flush()  # dead letters durable before their offsets pass (as Connect)
         safe = self.task.pre_commit(current)
         offsets = [
             KafkaTopicPartition(tp.topic, tp.partition, off)

@@ -42,7 +42,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kcql.errors import ConfigError, RecordError, SinkError
@@ -117,6 +117,9 @@ class SinkTask:
         self.settings: ConnectorSettings | None = None
         self.observer = observer
         self.background_commits = False
+        self.before_commit: Callable[[], None] | None = None
+        """Called before each file commit (any thread): the runtime flushes the dead-letter queue
+        there, since a committed file lets a restart resume past the records it skipped."""
         self.streaming_uploads = True
         self._pruning = False
         """True while :meth:`_commit_oldest` commits files, so the commits it makes do not re-enter it."""
@@ -531,6 +534,8 @@ class SinkTask:
             return  # already committed (early, by _commit_oldest) while the caller iterated a snapshot
         if writer.holds_owed_file:
             return  # not the announced file yet: it commits itself at its last offset
+        if writer.broken is not None:  # the staging disk was full: the file may end mid-record
+            raise writer.broken
         state = self._partitions[writer.tp]
         if background and self.background_commits and not writer.finished:
             failed = self._queue.failure(state.tp)
@@ -565,6 +570,8 @@ class SinkTask:
     ) -> bool:
         """Finish the file and make it visible (exactly once when the index is on); False when empty."""
         assert self._committer is not None  # noqa: S101
+        if self.before_commit is not None:
+            self.before_commit()
         writer.finish()
         if writer.first_offset is None:
             return False

@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from formats.base import FileFormat
 from kcql.errors import RecordError
 from partitioners.base import FileMeta
+from sink.commit.staging import DISK_FULL, StagingFullError, staging_full
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
 from sink.task.descriptors import DescriptorBudget
@@ -54,7 +56,7 @@ class PartitionWriter:
     """One staging file being filled. Not thread-safe: the task serialises access."""
 
     __slots__ = (
-        "_format_writer", "extension", "finished", "first_offset", "key", "last_offset", "max_ts",
+        "_format_writer", "broken", "extension", "finished", "first_offset", "key", "last_offset", "max_ts",
         "min_ts", "opened_at", "owed", "plan", "policy", "staging_path", "upload",
     )
 
@@ -69,7 +71,11 @@ class PartitionWriter:
         self.extension = file_format.extension
         self.upload = upload
         """Where full parts of the file go while it is written (:mod:`sink.commit.parts`), if anywhere."""
-        self._format_writer = file_format.open(staging_path, upload)
+        self.broken: StagingFullError | None = None
+        """Set when a write found the staging disk full: the file may end mid-record, so it must
+        never be committed (the task drops it and replays its records)."""
+        with self._disk_full():
+            self._format_writer = file_format.open(staging_path, upload)
         self.opened_at = now
         self.first_offset: int | None = None
         self.last_offset = -1
@@ -133,10 +139,13 @@ class PartitionWriter:
         On a :class:`~kcql.errors.RecordError` the records before the failing one are in the file
         and accounted for, so the file stays consistent, and the error propagates.
         """
+        if self.broken is not None:
+            raise self.broken
         writer = self._format_writer
         before = writer.record_count
         try:
-            taken = writer.append(batch)
+            with self._disk_full():
+                taken = writer.append(batch)
         except RecordError:
             self._account(batch, writer.record_count - before)
             raise
@@ -164,9 +173,26 @@ class PartitionWriter:
 
     def finish(self) -> None:
         """Complete and fsync the staging file (idempotent)."""
+        if self.broken is not None:
+            raise self.broken
         if not self.finished:
-            self._format_writer.close()
+            with self._disk_full():
+                self._format_writer.close()
             self.finished = True
+
+    @contextlib.contextmanager
+    def _disk_full(self) -> Iterator[None]:
+        """Turn ENOSPC/EDQUOT into :class:`StagingFullError` (naming the file) and mark the writer broken."""
+        try:
+            yield
+        except StagingFullError as exc:
+            self.broken = exc
+            raise
+        except OSError as exc:
+            if exc.errno not in DISK_FULL:
+                raise
+            self.broken = staging_full(exc, self.staging_path)
+            raise self.broken from exc
 
     def discard(self) -> None:
         """Drop the file without committing it (its records will be replayed)."""
