@@ -40,6 +40,8 @@ from chaos.reader import compare, read_local
 PARTITIONS = 8
 MAX_MEMBERS = 3
 RATE = 200
+ASSIGNED = "sink.runtime.consumer: group "
+"""The start of the consumer's one line per assignment (``group <id>: assigned ...``)."""
 """Records per second the producer writes during the storm."""
 
 
@@ -99,7 +101,7 @@ class _Member:
     def settled(self) -> bool:
         """Whether its last rebalance finished: an assignment logged after its last revocation."""
         text = self.log.read_text(errors="replace")
-        return text.rfind("sink.runtime.loop: assigned") > text.rfind("sink.runtime.loop: revoking")
+        return text.rfind(ASSIGNED) > text.rfind("sink.runtime.loop: revoking")
 
     def leave(self, kill: bool) -> int:
         if kill:
