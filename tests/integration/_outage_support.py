@@ -38,7 +38,10 @@ from sink.quickstart.embedded import (
     weed_binary,
 )
 
-__all__ = ["RestartableSeaweed", "RestartableTansu", "SteadyProducer", "connector_config", "wait_until"]
+__all__ = [
+    "RestartableSeaweed", "RestartableTansu", "SteadyProducer",
+    "connector_config", "topic_contents", "wait_until",
+]
 
 
 def wait_until(check: Any, timeout: float, what: str, every: float = 0.1) -> None:
@@ -323,3 +326,32 @@ def connector_config(work: Path, topic: str, bucket: str, storage: dict[str, str
     path = work / "connector.json"
     path.write_text(json.dumps({"name": f"outage-{uuid.uuid4().hex[:8]}", "config": props}, indent=2))
     return path
+
+
+def topic_contents(bootstrap: str, topic: str, partitions: int, at_least: int, timeout: float = 60) -> set[
+    tuple[str, int, int]
+]:
+    """Every (topic, partition, offset) the topic holds, read back by a plain consumer.
+
+    The expected set of an outage run: a produce request the broker stored just before it was
+    killed may be retried by the producer and stored twice, so the topic (not the acknowledgements)
+    says what the sink must write. Reads until ``at_least`` records and then an empty second.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"readback-{topic}", "enable.auto.commit": False,
+        "fetch.wait.max.ms": 50, "log_level": 0,
+    })
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    seen: set[tuple[str, int, int]] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            batch = [m for m in consumer.consume(1000, timeout=1.0) if m.error() is None]
+            seen.update((topic, m.partition() or 0, m.offset() or 0) for m in batch)
+            if not batch and len(seen) >= at_least:
+                return seen
+    finally:
+        consumer.close()
+    raise AssertionError(f"{topic}: read {len(seen)} of at least {at_least} records within {timeout}s")
