@@ -344,6 +344,7 @@ class SinkRuntime:
             f"{', '.join(map(str, sorted(tps)))} paused from the last commit (the consumer keeps polling, "
             f"so the group keeps them); retrying every {self.errors.retry_interval_ms} ms, "
             f"{self.retries.left} attempts left (connect.s3.max.retries)",
+            "refuses the sink's requests" if isinstance(exc, AccessDenied) else "is unreachable",
         )
         self.task.close(sorted(tps))  # its open files are dropped: replayed from the last commit
         self._pause(tps, self.errors.retry_interval_ms / 1000, reopen=True)

@@ -67,17 +67,18 @@ class OutageReport:
     def down(self) -> bool:
         return self.since is not None
 
-    def failed(self, error: object, doing: str) -> None:
+    def failed(self, error: object, doing: str, state: str = "is unreachable") -> None:
         """Count one failure; log it if it starts an outage, or a reminder if one is due.
 
-        ``doing``: what the sink does meanwhile ("partitions X paused, retrying every 5 s").
+        ``doing``: what the sink does meanwhile ("partitions X paused, retrying every 5 s");
+        ``state``: what is wrong, e.g. "refuses the sink's requests" for a 403.
         """
         now = self.clock()
         self.failures += 1
         if self.since is None:
             self.since = self._reminded = now
             self.outages += 1
-            self.log.warning("%s is unreachable: %s; %s", self.what, error, doing)
+            self.log.warning("%s %s: %s; %s", self.what, state, error, doing)
         elif now - self._reminded >= self.remind:
             self._reminded = now
             self.log.warning(

@@ -94,7 +94,7 @@ def test_the_sink_rides_out_a_broker_outage_and_says_so_once(
 ) -> None:
     bucket = s3_bucket_factory("out")
     topic = _topic(s3_broker.bootstrap)
-    total = int(RATE * (seconds + 15))
+    total = int(RATE * (seconds + 8))
     producer = SteadyProducer(s3_broker.bootstrap, topic, total, RATE, PARTITIONS).start()
     config = connector_config(tmp_path, topic, bucket, s3_endpoint.connect_config())
     log_path = tmp_path / "sink.log"
@@ -146,7 +146,7 @@ def _storage_run(
     bucket = f"out-{uuid.uuid4().hex[:10]}"
     client.create_bucket(Bucket=bucket)
     topic = _topic(kafka_bootstrap)
-    total = int(RATE * (seconds + 15))
+    total = int(RATE * (seconds + 8))
     producer = SteadyProducer(kafka_bootstrap, topic, total, RATE, PARTITIONS).start()
     storage = seaweed.endpoint.connect_config() | {"connect.s3.http.max.retries": "1"}
     config = connector_config(tmp_path, topic, bucket, storage, **extra)
