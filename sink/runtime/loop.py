@@ -433,7 +433,10 @@ class SinkRuntime:
         tps = [tp for p in partitions if (tp := TopicPartition(p.topic, p.partition)) in self.assigned]
         self._forget(tps)
         if tps:
-            log.warning("partitions lost (another member owns them now): %s", ", ".join(map(str, tps)))
+            log.warning(
+                "partitions lost (the group dropped this member: a session timeout or a broker outage; "
+                "they are reassigned and resume from storage): %s", ", ".join(map(str, tps)),
+            )
             self._close(tps)
 
     def _forget(self, tps: Sequence[TopicPartition]) -> None:

@@ -105,6 +105,7 @@ def test_a_wrong_secret_key_stops_with_a_clear_error_and_the_right_key_loses_not
         assert bucket in stopped and "403" in stopped and "connect.s3.aws.secret.key" in stopped, stopped
         assert "not-the-secret" not in log  # the secret is never logged
         assert refused <= 3, proxy.operations_of(bucket)  # no retry storm: a refusal is not retried at once
+        print(f"[denied] wrong key: exit {rc}, {refused} request(s) to the bucket")
         config = connector_config(tmp_path / "right", topic, bucket, right)
         _drains(config, kafka_bootstrap, tmp_path / "right.log", client, bucket, expected)
 
@@ -123,6 +124,7 @@ def test_a_missing_bucket_stops_with_a_clear_error_and_after_it_is_created_nothi
         assert rc == 1 and "Traceback" not in log, log[-3000:]
         assert f"bucket {bucket!r} does not exist" in stopped, stopped
         assert sum(proxy.operations_of(bucket).values()) <= 3, proxy.operations_of(bucket)
+        print(f"[denied] missing bucket: exit {rc}, {sum(proxy.operations_of(bucket).values())} request(s)")
         s3_client.create_bucket(Bucket=bucket)
         _drains(config, kafka_bootstrap, tmp_path / "created.log", s3_client, bucket, expected)
 
@@ -182,6 +184,7 @@ def test_a_denied_put_is_retried_at_the_retry_interval_and_resumes_when_the_poli
     assert "connect.s3.aws.secret.key" in refused[0]  # the hint: credentials or the bucket's policy
     # no retry storm: one attempt (an index PUT per partition) per retry interval, not a tight loop
     assert 2 <= rule.fired <= 4 + PARTITIONS * (held / 1.0 + 1), (rule.fired, held)
+    print(f"[denied] PutObject denied {held:.1f}s: {rule.fired} PUTs refused, {verdict}")
     assert sum("is back after" in line for line in log.splitlines()) == 1, log[-3000:]
 
 
@@ -210,6 +213,7 @@ def test_a_denial_that_outlasts_max_retries_stops_with_the_bucket_and_key_and_a_
         assert f"s3://{bucket}/" in stopped, stopped  # bucket and key of the refused PUT
         assert took >= 3.0, took  # 4 attempts, 1 s apart: backoff, not a tight loop
         assert rule.fired <= 4 * 2 * PARTITIONS + 4, rule.fired
+        print(f"[denied] max.retries=4 exhausted after {took:.1f}s, {rule.fired} PUTs refused")
         proxy.clear()
         producer.join(60)
         _drains(config, kafka_bootstrap, tmp_path / "restart.log", s3_client, bucket, producer.acked)

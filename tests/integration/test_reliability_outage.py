@@ -124,6 +124,8 @@ def test_the_sink_rides_out_a_broker_outage_and_says_so_once(
     # librdkafka's own lines (a FAIL per broker connection per reconnect, ~2 a second) are folded
     client_lines = _lines(log, r" sink\.kafka\.")
     assert len(client_lines) <= 4, "\n".join(client_lines)
+    print(f"[outage] broker {seconds}s: {verdict}, {len(log.splitlines())} log lines, "
+          f"{len(client_lines)} from librdkafka")
 
 
 # -- storage outage ---------------------------------------------------------------------------------
@@ -193,6 +195,8 @@ def test_a_storage_outage_pauses_the_partitions_and_the_sink_resumes_by_itself(
     # paused, not evicted: the group kept the partitions all along
     assert len(_lines(log, r"sink\.runtime\.loop: assigned ")) == 1, log[-3000:]
     assert not _lines(log, "partitions lost|revoking"), log[-3000:]
+    lines = len(log.splitlines())
+    print(f"[outage] storage {seconds}s (restarted after {restarted:.0f}s): {verdict}, {lines} log lines")
 
 
 @pytest.mark.chaos
