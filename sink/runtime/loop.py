@@ -265,7 +265,22 @@ class SinkRuntime:
             self._held = runs
         else:
             self._write(runs)
+        self._check_background()
         self._resume_due()
+
+    def _check_background(self) -> None:
+        """Handle a commit that failed off this thread (flush timer, background commit) now, not at
+        the partition's next put: an idle partition would otherwise keep its failing file, retried
+        by the timer every tick while storage is down."""
+        check = getattr(self.task, "raise_pending_errors", None)  # test doubles may not have it
+        if check is None:
+            return
+        try:
+            check()
+        except SinkError as exc:
+            if isinstance(exc, RecordError):
+                raise
+            self._storage_failure(exc, set(getattr(exc, "partitions", ())))
 
     def _batches(self, messages: Sequence[Message]) -> list[_Run]:
         if any(map(_error, messages)):

@@ -368,3 +368,30 @@ def test_a_denial_under_throw_stops_at_once(clock: Clock) -> None:
     consumer.assign_now(TP)
     with pytest.raises(AccessDenied, match="AccessDenied"):
         runtime.feed(messages(TP, range(100, 101)))
+
+
+class IdleFailure(ScriptedTask):
+    """A background commit of partition 1 failed while no record of it arrives any more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[BaseException] = []
+
+    def raise_pending_errors(self) -> None:
+        if self.pending:
+            error = self.pending.pop()
+            error.partitions = {OTHER}  # type: ignore[attr-defined]
+            raise error
+
+
+def test_a_failed_background_commit_pauses_an_idle_partition_at_the_next_poll(clock: Clock) -> None:
+    task = IdleFailure()
+    runtime, consumer = runtime_with(
+        task, **{"connect.s3.error.policy": "RETRY", "connect.s3.retry.interval": "1000"}
+    )
+    consumer.assign_now(TP, OTHER)
+    runtime.feed(messages(OTHER, range(100, 103)))
+    task.pending.append(StorageDown("put s3://b/.indexes/x failed: connection refused"))
+    runtime.feed([])  # no record of OTHER arrives, yet its failure is handled now
+    assert consumer.named("pause") == [[("t", 1)]] and task.closed == [[OTHER]]
+    assert OTHER not in runtime.positions and TP not in runtime._paused
