@@ -145,6 +145,7 @@ def _denial_run(
     return bucket, producer, config, proc, log_path
 
 
+@pytest.mark.chaos  # 22 s; the logic is also covered by test_runtime_loop's denial tests
 def test_a_denied_put_is_retried_at_the_retry_interval_and_resumes_when_the_policy_allows_it(
     s3_endpoint: Any, s3_client: Any, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
