@@ -10,6 +10,7 @@ Faults (``Rule.action``):
 
 * ``slowdown``: 503 with S3's ``SlowDown`` XML body (throttling).
 * ``error500``: 500 ``InternalError``.
+* ``denied``: 403 ``AccessDenied``, as S3 answers a request a bucket or IAM policy denies.
 * ``reset``: the connection is reset (RST, ``SO_LINGER`` 0) without any response.
 * ``latency``: the request is delayed by ``delay`` seconds, then forwarded.
 * ``partial``: the upstream answer is forwarded with its full ``Content-Length`` but only half
@@ -47,7 +48,7 @@ __all__ = ["ACTIONS", "FaultProxy", "Rule", "s3_operation"]
 
 log = logging.getLogger(__name__)
 
-ACTIONS = ("slowdown", "error500", "reset", "latency", "partial", "hold")
+ACTIONS = ("slowdown", "error500", "denied", "reset", "latency", "partial", "hold")
 
 _HOP_BY_HOP = {
     "connection",
@@ -69,7 +70,12 @@ _ERROR_BODIES = {
         b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
         b"<Message>We encountered an internal error. Please try again.</Message></Error>"
     ),
+    403: (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+        b"<Message>Access Denied</Message></Error>"
+    ),
 }
+_STATUS = {"slowdown": 503, "error500": 500, "denied": 403}
 
 
 def s3_operation(method: str, target: str, headers: Any) -> tuple[str, str]:
@@ -299,8 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.close()
             return
-        if action in ("slowdown", "error500"):
-            status = 503 if action == "slowdown" else 500
+        if action in _STATUS:
+            status = _STATUS[action]
             payload = _ERROR_BODIES[status]
             self.send_response(status)
             self.send_header("Content-Type", "application/xml")

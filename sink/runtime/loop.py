@@ -20,6 +20,9 @@ group ``connect-<name>``, as a Connect worker does:
   ``connect.s3.max.retries`` failures in a row; a Schema Registry that does not answer pauses the
   partition at the record that needs it. Either way the consumer keeps polling, so the group
   does not evict the task, and the partition resumes where storage says it must.
+* **Outages are reported, not echoed** (:mod:`sink.runtime.outage`): a broker or a store that
+  stays away for minutes gets one line when it goes, a reminder at most every 30 s, and one line
+  when it is back; librdkafka's per-reconnect lines are folded into that.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ from sink.records.intake import BatchBuilder
 from sink.records.record import TopicPartition
 from sink.runtime.consumer import AssignmentLog, consumer_config
 from sink.runtime.dlq import DeadLetterQueue
+from sink.runtime.outage import KAFKA_DOWN_CODES, KafkaClientLog, OutageReport
 from sink.runtime.policy import RecordPolicy, RetryBudget, TaskFailedError, put_tolerating
+from sink.storage.base import AccessDenied
 from sink.transforms import parse_transforms
 
 __all__ = ["RuntimeOptions", "SinkRuntime", "SinkTaskLike", "TaskFailedError"]
@@ -192,6 +197,11 @@ class SinkRuntime:
         """Runs consumed by the last feed() and prefetched, written by the next one."""
         self._paused: dict[TopicPartition, _Pause] = {}
         self._failure: BaseException | None = None
+        self.kafka = KafkaClientLog(
+            OutageReport(f"Kafka at {options.bootstrap}", log), f"sink.kafka.{cfg.name}.{options.task_id}"
+        )
+        """librdkafka's log lines and errors: a broker outage is said once (:mod:`sink.runtime.outage`)."""
+        self.storage_outage = OutageReport(_storage_name(props), log)
 
     @property
     def errors_tolerated(self) -> int:
@@ -229,7 +239,7 @@ class SinkRuntime:
             self.task.before_commit = self.policy.dlq.flush  # dead letters durable before files
         conf = consumer_config(self.cfg, self.options.bootstrap)
         self.assignments = AssignmentLog(conf)
-        self.consumer = consumer or Consumer(conf)
+        self.consumer = consumer if consumer is not None else Consumer(conf | self.kafka.settings())
         self.consumer.subscribe(
             self.subscription, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
@@ -244,6 +254,8 @@ class SinkRuntime:
         """
         if self._failure is not None:
             raise self._failure
+        if self.kafka.fatal is not None:
+            raise TaskFailedError(f"the Kafka consumer failed: {self.kafka.fatal.str()}")
         runs = self._batches(messages) if messages else []
         prefetched = False
         for run in runs:
@@ -255,7 +267,22 @@ class SinkRuntime:
             self._held = runs
         else:
             self._write(runs)
+        self._check_background()
         self._resume_due()
+
+    def _check_background(self) -> None:
+        """Handle a commit that failed off this thread (flush timer, background commit) now, not at
+        the partition's next put: an idle partition would otherwise keep its failing file, retried
+        by the timer every tick while storage is down."""
+        check = getattr(self.task, "raise_pending_errors", None)  # test doubles may not have it
+        if check is None:
+            return
+        try:
+            check()
+        except SinkError as exc:
+            if isinstance(exc, RecordError):
+                raise
+            self._storage_failure(exc, set(getattr(exc, "partitions", ())))
 
     def _batches(self, messages: Sequence[Message]) -> list[_Run]:
         if any(map(_error, messages)):
@@ -307,7 +334,7 @@ class SinkRuntime:
             elif err.fatal():
                 raise TaskFailedError(f"the Kafka consumer failed: {err.str()}")
             else:
-                log.warning("consumer error (will retry): %s", err.str())
+                self.kafka.on_error(err)  # an outage is reported once; other errors at most every 30 s
         return good
 
     # --- pausing, rewinding, resuming ---------------------------------------------------------------
@@ -315,16 +342,26 @@ class SinkRuntime:
     def _storage_failure(self, exc: SinkError, tps: set[TopicPartition]) -> None:
         """Close ``tps`` and retry after ``connect.s3.retry.interval``, or raise ``exc``."""
         tps &= self.assigned
-        if not (exc.retriable and self.errors.retry_storage):
+        # Lenses' RetryErrorPolicy retries whatever failed; so do we, except what cannot change by
+        # waiting (a fenced partition, a broken index). A denial (403, a missing bucket) is retried
+        # too: a policy or a bucket can be fixed while the sink waits, and max.retries bounds it.
+        waitable = exc.retriable or isinstance(exc, AccessDenied)
+        if not (waitable and self.errors.retry_storage):
+            if waitable:
+                log.error("%s failed and connect.s3.error.policy=%s stops the task at the first storage "
+                          "error (RETRY would pause and retry)", self.storage_outage.what, self.errors.policy)
             raise exc
         if not self.retries.spend():
             raise TaskFailedError(
                 f"storage failed {self.errors.max_retries} times in a row "
                 f"(connect.s3.max.retries={self.errors.max_retries}); the last error: {exc}"
             ) from exc
-        log.warning(
-            "storage error, retrying %s in %d ms from the last commit (%d retries left): %s",
-            ", ".join(map(str, sorted(tps))), self.errors.retry_interval_ms, self.retries.left, exc,
+        self.storage_outage.failed(
+            exc,
+            f"{', '.join(map(str, sorted(tps)))} paused from the last commit (the consumer keeps polling, "
+            f"so the group keeps them); retrying every {self.errors.retry_interval_ms} ms, "
+            f"{self.retries.left} attempts left (connect.s3.max.retries)",
+            "refuses the sink's requests" if isinstance(exc, AccessDenied) else "is unreachable",
         )
         self.task.close(sorted(tps))  # its open files are dropped: replayed from the last commit
         self._pause(tps, self.errors.retry_interval_ms / 1000, reopen=True)
@@ -355,11 +392,18 @@ class SinkRuntime:
                 self._paused.update({tp: _Pause(0, True) for tp in reopen})
                 self._storage_failure(exc, set(reopen))  # pauses them again, or raises
                 due = [tp for tp in due if tp not in reopen]
+            else:
+                self.storage_outage.recovered(f"resuming {', '.join(map(str, reopen))}")
         for tp in due:
             pause = self._paused.pop(tp)
             offset = pause.seek if pause.seek is not None else resume.get(tp, self.committed.get(tp))
             if offset is None:
-                offset = self._group_offset(tp)
+                try:
+                    offset = self._group_offset(tp)
+                except KafkaException as exc:  # the broker is away: ask again later, still paused
+                    self.kafka.on_error(exc.args[0])
+                    self._paused[tp] = _Pause(now + REGISTRY_PAUSE, False)
+                    continue
             ktp = KafkaTopicPartition(tp.topic, tp.partition, offset)
             self.consumer.seek(ktp)
             self.consumer.resume([ktp])
@@ -373,6 +417,7 @@ class SinkRuntime:
     # --- rebalance callbacks (run inside consume()) -------------------------------------------
 
     def _on_assign(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+        self.kafka.up()  # the group coordinator answered
         tps = [TopicPartition(p.topic, p.partition) for p in partitions]
         self._forget(tps)
         for tp in tps:
@@ -405,7 +450,10 @@ class SinkRuntime:
         tps = [tp for p in partitions if (tp := TopicPartition(p.topic, p.partition)) in self.assigned]
         self._forget(tps)
         if tps:
-            log.warning("partitions lost (another member owns them now): %s", ", ".join(map(str, tps)))
+            log.warning(
+                "partitions lost (the group dropped this member: a session timeout or a broker outage; "
+                "they are reassigned and resume from storage): %s", ", ".join(map(str, tps)),
+            )
             self._close(tps)
 
     def _forget(self, tps: Sequence[TopicPartition]) -> None:
@@ -447,17 +495,25 @@ class SinkRuntime:
         try:
             results = self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
-            log.warning("offset commit failed (will retry at the next round): %s", exc)
+            self._commit_failed(exc.args[0] if exc.args else exc, "offset commit")
             return
         done: dict[TopicPartition, int] = {}
         for result in results or ():
             tp = TopicPartition(result.topic, result.partition)
             if result.error is not None:
-                log.warning("offset commit of %s failed (will retry at the next round): %s", tp, result.error)
+                self._commit_failed(result.error, f"offset commit of {tp}")
                 continue
             self.committed[tp] = done[tp] = result.offset
         if done:
+            self.kafka.up()
             self.observer.offsets_committed(done)
+
+    def _commit_failed(self, error: Any, what: str) -> None:
+        """A failed offset commit is retried at the next round; said once per outage, not per round."""
+        if isinstance(error, KafkaError) and error.code() in KAFKA_DOWN_CODES:
+            self.kafka.report.failed(f"{what} failed: {error.str()}", "offsets are committed when it is back")
+        else:
+            log.warning("%s failed (will retry at the next round): %s", what, error)
 
     def shutdown(self) -> None:
         """Close the assigned partitions, the consumer, the task and the dead-letter queue."""
@@ -477,3 +533,10 @@ class SinkRuntime:
                     if self.policy.dlq is not None:
                         self.policy.dlq.close()
 
+
+def _storage_name(props: Any) -> str:
+    """The store as a person knows it, for outage lines: ``S3 at <endpoint>`` or the local root."""
+    if (props.get("connect.storage") or "s3").strip().lower() == "local":
+        return f"local storage at {props.get('connect.local.root', '?')}"
+    endpoint = (props.get("connect.s3.custom.endpoint") or "").strip()
+    return f"S3 at {endpoint}" if endpoint else "S3"

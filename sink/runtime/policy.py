@@ -126,6 +126,6 @@ class RetryBudget:
         return self.left > 0
 
     def reset(self) -> None:
-        if self.left != self.max_retries:
-            log.info("storage recovered after %d failed attempt(s)", self.max_retries - self.left)
+        if self.left != self.max_retries:  # the outage report said so at INFO (sink.runtime.outage)
+            log.debug("storage recovered after %d failed attempt(s)", self.max_retries - self.left)
         self.left = self.max_retries

@@ -26,6 +26,7 @@ from typing import BinaryIO, ClassVar
 from kcql.errors import SinkError
 
 __all__ = [
+    "AccessDenied",
     "MultipartUpload",
     "ObjectInfo",
     "ObjectNotFound",
@@ -48,6 +49,14 @@ class TransientStorageError(StorageError):
     """A failure that may go away when retried (throttling, a 5xx, a dropped connection, a timeout)."""
 
     retriable: ClassVar[bool] = True
+
+
+class AccessDenied(StorageError):
+    """The store refused the request itself: wrong or expired credentials, a policy that denies the
+    action, or a bucket that does not exist. Retrying the same request at once cannot help (so the
+    transport does not), but a person can fix it while the sink waits: under
+    ``connect.s3.error.policy=RETRY`` the runtime retries it every ``connect.s3.retry.interval``, up
+    to ``connect.s3.max.retries`` times, as Lenses' RetryErrorPolicy retries any error."""
 
 
 class PreconditionFailed(StorageError):

@@ -38,6 +38,7 @@ from sink.config.buckets import bucket_name_problem
 from sink.config.secrets import HIDDEN
 from sink.config.settings import S3Settings
 from sink.storage.base import (
+    AccessDenied,
     MultipartUpload,
     ObjectInfo,
     ObjectNotFound,
@@ -55,6 +56,11 @@ log = logging.getLogger(__name__)
 
 _PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
 _NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchUpload"}
+_DENIED_CODES = {
+    "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled", "AccountProblem",
+    "InvalidToken", "ExpiredToken", "TokenRefreshRequired", "InvalidSecurity", "NoSuchBucket",
+}
+"""Refusals a person fixes (credentials, a policy, a missing bucket): :class:`AccessDenied`."""
 _TRANSIENT_CODES = {
     "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed",
     "InternalError", "ServiceUnavailable", "OperationAborted",
@@ -70,6 +76,8 @@ def _classify(exc: BaseException) -> type[StorageError] | None:
             return PreconditionFailed
         if code in _NOT_FOUND_CODES:
             return ObjectNotFound
+        if code in _DENIED_CODES or status in (401, 403):
+            return _Denied
         if code in _TRANSIENT_CODES or status >= 500 or status == 429:
             return TransientStorageError
         return StorageError
@@ -83,6 +91,21 @@ def _classify(exc: BaseException) -> type[StorageError] | None:
     if isinstance(exc, BotoCoreError):
         return StorageError
     return None
+
+
+class _Denied(AccessDenied):
+    """An :class:`AccessDenied` whose message says what to check (it already names the request:
+    operation, bucket and key)."""
+
+    def __init__(self, message: str) -> None:
+        if "NoSuchBucket" in message:
+            hint = "the bucket does not exist: create it, or fix the bucket in connect.s3.kcql"
+        else:
+            hint = (
+                "S3 refused it: check connect.s3.aws.access.key / connect.s3.aws.secret.key and that the "
+                "bucket's policy allows this action"
+            )
+        super().__init__(f"{message} ({hint})")
 
 
 class _SecretRedactor(logging.Filter):

@@ -359,7 +359,7 @@ class SinkTask:
                 except Exception as exc:  # noqa: BLE001 - handed to the caller's thread by put()
                     log.error("flush of %s failed: %s", writer.tp, exc)  # noqa: TRY400 - no traceback spam
                     if self._timer is not None:
-                        self._timer.keep_error(exc)
+                        self._timer.keep_error(_naming(exc, writer.tp))  # the partition to rewind
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -631,6 +631,19 @@ class SinkTask:
             if job.first_offset is not None:
                 self.files_committed += 1
             job.writer.discard()  # removes the staging file
+
+    def raise_pending_errors(self) -> None:
+        """Raise what failed on the flush timer or in a background commit since the last call,
+        naming its partition (``exc.partitions``). The runtime calls it on every poll: a partition
+        that receives no more records would otherwise never hear of its failed commit, and the
+        timer would retry that commit every tick for as long as storage is down. It never waits:
+        while the timer holds the lock (uploading) the check is left to the next poll."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._raise_pending_errors()
+        finally:
+            self._lock.release()
 
     def _raise_pending_errors(self) -> None:
         """Raise what failed since the last call: a timer flush, or a background commit (naming

@@ -20,7 +20,7 @@ from sink.storage.base import (
     map_exceptions,
 )
 from sink.storage.local import LocalStorage
-from sink.storage.s3 import _classify
+from sink.storage.s3 import _classify, _Denied
 from sink.task.flush_policy import FlushPolicy
 
 TP = TopicPartition("orders", 3)
@@ -98,7 +98,7 @@ def _client_error(code: str, status: int) -> ClientError:
         (_client_error("NoSuchKey", 404), ObjectNotFound),
         (_client_error("SlowDown", 503), TransientStorageError),
         (_client_error("InternalError", 500), TransientStorageError),
-        (_client_error("AccessDenied", 403), StorageError),
+        (_client_error("AccessDenied", 403), _Denied),
         (EndpointConnectionError(endpoint_url="http://x"), TransientStorageError),
         (ValueError("a bug"), None),
     ],

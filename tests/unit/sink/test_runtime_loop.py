@@ -10,6 +10,7 @@ consume() when the task prefetched them, and written in order.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -25,6 +26,7 @@ from sink.config.files import parse_connector_config
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
 from sink.runtime.loop import RuntimeOptions, SinkRuntime, TaskFailedError
+from sink.storage.base import AccessDenied
 
 TP = TopicPartition("t", 0)
 OTHER = TopicPartition("t", 1)
@@ -328,3 +330,68 @@ def test_records_a_transform_drops_let_the_kafka_offset_move_on(tmp_path: Any) -
         assert consumer.named("commit")[-1] == [("t", 0, 6)]
     finally:
         runtime.shutdown()
+
+
+class Denied(ScriptedTask):
+    """Puts fail with a 403 (credentials or a policy): not retriable by the transport."""
+
+    def put(self, batch: RecordBatch) -> None:
+        self.attempts += 1
+        if self.failures:
+            self.failures -= 1
+            raise AccessDenied("put s3://b/k failed: AccessDenied")
+        self.put_offsets.append([record.offset for record in batch.records()])
+
+
+def test_a_denial_is_retried_under_retry_as_lenses_retries_any_error(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    task = Denied(failures=1)
+    runtime, consumer = runtime_with(
+        task, **{"connect.s3.error.policy": "RETRY", "connect.s3.retry.interval": "1000"}
+    )
+    consumer.assign_now(TP)
+    with caplog.at_level(logging.INFO, "sink.runtime.loop"):
+        runtime.feed(messages(TP, range(100, 103)))  # denied: paused, said once
+        assert consumer.named("pause") == [[("t", 0)]]
+        clock.now += 1.5
+        runtime.feed([])  # the retry: open again (the store answers), resume from the index
+        runtime.feed(messages(TP, range(100, 103)))
+    assert task.put_offsets == [[100, 101, 102]]
+    said = [r.getMessage() for r in caplog.records if r.name == "sink.runtime.loop"]
+    assert sum("refuses the sink's requests" in m for m in said) == 1, said
+    assert sum("is back after" in m for m in said) == 1, said
+
+
+def test_a_denial_under_throw_stops_at_once(clock: Clock) -> None:
+    runtime, consumer = runtime_with(Denied(failures=1))
+    consumer.assign_now(TP)
+    with pytest.raises(AccessDenied, match="AccessDenied"):
+        runtime.feed(messages(TP, range(100, 101)))
+
+
+class IdleFailure(ScriptedTask):
+    """A background commit of partition 1 failed while no record of it arrives any more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[BaseException] = []
+
+    def raise_pending_errors(self) -> None:
+        if self.pending:
+            error = self.pending.pop()
+            error.partitions = {OTHER}  # type: ignore[attr-defined]
+            raise error
+
+
+def test_a_failed_background_commit_pauses_an_idle_partition_at_the_next_poll(clock: Clock) -> None:
+    task = IdleFailure()
+    runtime, consumer = runtime_with(
+        task, **{"connect.s3.error.policy": "RETRY", "connect.s3.retry.interval": "1000"}
+    )
+    consumer.assign_now(TP, OTHER)
+    runtime.feed(messages(OTHER, range(100, 103)))
+    task.pending.append(StorageDown("put s3://b/.indexes/x failed: connection refused"))
+    runtime.feed([])  # no record of OTHER arrives, yet its failure is handled now
+    assert consumer.named("pause") == [[("t", 1)]] and task.closed == [[OTHER]]
+    assert OTHER not in runtime.positions and TP not in runtime._paused
