@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                                   profile=profile, poll_s=poll_s)
             # as run_sink, with py-spy attached for the timed part
             original = h.start_sink
-            spies: list[subprocess.Popen[bytes]] = []
+            spies: list[subprocess.Popen[bytes] | None] = []
             stop = threading.Event()
 
             def start_spied(*a: Any, **kw: Any) -> h.SinkRun:
@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
 
             h.start_sink = start_spied  # type: ignore[assignment]
             try:
-                return h.run_sink(out, d, fmt, conv, storage, keys, broker.bootstrap, work / "logs", poll_s=poll_s)
+                return h.run_sink(out, d, fmt, conv, storage, keys, broker.bootstrap, work / "logs",
+                                  poll_s=poll_s)
             finally:
                 h.start_sink = original  # type: ignore[assignment]
                 stop.set()
