@@ -246,10 +246,10 @@ def check_joined(joined: Joined, fields: tuple[FlatField, ...], *, same_header: 
         return False
     if not texts:
         return True
-    size = int(ends[-1])
-    if texts_only and int(np.count_nonzero(buf[:size] >= 0x80)) == plain_high:
+    body = buf[: int(ends[-1])]  # without the padding
+    if texts_only and int(np.count_nonzero(body >= 0x80)) == plain_high:
         return True  # every byte >= 0x80 is in a header, a number or a length: the text is ASCII
-    return _text_is_utf8(data, buf[:size], plain_from, plain_to, texts)
+    return _text_is_utf8(data, body, plain_from, plain_to, texts)
 
 
 def _high_bytes(masked: np.ndarray) -> int:
