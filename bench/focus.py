@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,14 +57,11 @@ def best(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _py_spy(run: h.SinkRun, out: Path, stop: threading.Event) -> subprocess.Popen[bytes] | None:
-    """Attach py-spy to the sink once it is assigned (native frames off: Python time only)."""
+    """Attach py-spy to the sink (once it is assigned; native frames off: Python time only)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         say("py-spy is not installed: pip install py-spy")
         return None
-    deadline = time.monotonic() + 60
-    while run.assigned_at is None and time.monotonic() < deadline and not stop.is_set():
-        time.sleep(0.01)
     return subprocess.Popen(
         [spy, "record", "-r", "1000", "-f", "raw", "-o", str(out), "--pid", str(run.proc.pid), "--threads"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -115,33 +114,51 @@ def main(argv: list[str] | None = None) -> int:
             return h.local_storage(root), (lambda: h.local_keys(root / "bench" / out)), h.LOCAL_POLL_S
 
         def sink(row: str, out: str, profile: Path | None = None, spy: Path | None = None) -> dict[str, Any]:
+            """:func:`bench.harness.run_sink` of ``row``, also measuring the CPU seconds the sink
+            process used from its assignment to its last file (``cpu_s``: a figure the machine's
+            other load disturbs less than the wall time), with py-spy attached if ``spy``."""
             kind, fmt, _ = ROWS[row]
             d = data[kind]
             conv = h.avro_converters(registry) if kind == "avro" and registry else h.JSON_CONVERTERS
             storage, keys, poll_s = keys_of(row, out)
-            if spy is None:
-                return h.run_sink(out, d, fmt, conv, storage, keys, broker.bootstrap, work / "logs",
-                                  profile=profile, poll_s=poll_s)
-            # as run_sink, with py-spy attached for the timed part
-            original = h.start_sink
+            start_sink, wait_all = h.start_sink, h.wait_all_committed
             spies: list[subprocess.Popen[bytes] | None] = []
             stop = threading.Event()
+            cpu: dict[str, float] = {}
 
-            def start_spied(*a: Any, **kw: Any) -> h.SinkRun:
-                run = original(*a, **kw)
-                threading.Thread(target=lambda: spies.append(_py_spy(run, spy, stop)), daemon=True).start()
+            def at_assignment(run: h.SinkRun) -> None:
+                while run.assigned_at is None and not stop.is_set() and run.proc.poll() is None:
+                    time.sleep(0.001)
+                cpu["start"] = _cpu_seconds(run.proc.pid)
+                if spy is not None:
+                    spies.append(_py_spy(run, spy, stop))
+
+            def start_watched(*a: Any, **kw: Any) -> h.SinkRun:
+                run = start_sink(*a, **kw)
+                threading.Thread(target=at_assignment, args=(run,), daemon=True).start()
                 return run
 
-            h.start_sink = start_spied  # type: ignore[assignment]
+            def wait_watched(run: h.SinkRun, *a: Any, **kw: Any) -> float:
+                end = wait_all(run, *a, **kw)
+                cpu["end"] = _cpu_seconds(run.proc.pid)
+                for p in spies:  # the samples cover the timed part only, not the stop
+                    if p is not None:
+                        p.send_signal(signal.SIGINT)
+                return end
+
+            h.start_sink, h.wait_all_committed = start_watched, wait_watched  # type: ignore[assignment]
             try:
-                return h.run_sink(out, d, fmt, conv, storage, keys, broker.bootstrap, work / "logs",
-                                  poll_s=poll_s)
+                got = h.run_sink(out, d, fmt, conv, storage, keys, broker.bootstrap, work / "logs",
+                                 profile=profile, poll_s=poll_s)
             finally:
-                h.start_sink = original  # type: ignore[assignment]
+                h.start_sink, h.wait_all_committed = start_sink, wait_all  # type: ignore[assignment]
                 stop.set()
                 for p in spies:
                     if p is not None:
                         p.wait(30)
+            if "start" in cpu and "end" in cpu:
+                got["cpu_s"] = cpu["end"] - cpu["start"]
+            return got
 
         bare: dict[str, list[dict[str, Any]]] = {}
         runs: dict[str, list[dict[str, Any]]] = {}
@@ -156,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs.setdefault(row, []).append(got)
                 b = best(bare[ROWS[row][0]])["rps"]
                 line.append(f"{row} {got['rps']:,.0f} ({got['rps'] / bare[ROWS[row][0]][-1]['rps']:.2f}; "
-                            f"best so far {best(runs[row])['rps'] / b:.2f})")
+                            f"best so far {best(runs[row])['rps'] / b:.2f}; cpu {got.get('cpu_s', 0):.2f} s)")
             say(f"round {round_no}: " + ", ".join(line))
 
         say("")
@@ -167,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         for row in args.rows:
             r, b = best(runs[row]), best(bare[ROWS[row][0]])
             say(f"{row}: {r['rps']:,.0f} rec/s, {r['rps'] / b['rps']:.2f} x bare (best of "
-                + ", ".join(f"{x['seconds']:.3f}" for x in runs[row]) + " s)")
+                + ", ".join(f"{x['seconds']:.3f}" for x in runs[row]) + " s; sink CPU seconds in the window "
+                + ", ".join(f"{x.get('cpu_s', 0):.2f}" for x in runs[row]) + ")")
 
         if args.profile:
             for row in args.rows:
@@ -189,6 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _spy_top(path: Path, top: int = 30) -> str:
