@@ -63,7 +63,9 @@ def _py_spy(run: h.SinkRun, out: Path, stop: threading.Event) -> subprocess.Pope
         say("py-spy is not installed: pip install py-spy")
         return None
     return subprocess.Popen(
-        [spy, "record", "-r", "1000", "-f", "raw", "-o", str(out), "--pid", str(run.proc.pid), "--threads"],
+        # --gil: only samples holding the GIL, so a thread waiting for it is not counted where it waits
+        [spy, "record", "-r", "1000", "--gil", "-f", "raw", "-o", str(out), "--pid", str(run.proc.pid),
+         "--threads"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 

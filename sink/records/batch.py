@@ -32,6 +32,7 @@ import pyarrow as pa
 from confluent_kafka import Message
 
 from formats.avro_wire import WireValues
+from sink.records import avro_values
 from sink.records.avro_values import Joined, join_values
 from sink.records.json_text import valid_lines
 from sink.records.record import SinkRecord
@@ -51,10 +52,15 @@ _timestamp = Message.timestamp
 
 def keys_are_text(messages: Sequence[Message]) -> bool:
     """Whether every non-null key decodes as UTF-8 (what the StringConverter would require)."""
+    try:  # the common case: no null key, all ASCII (checked a word at a time), one pass
+        if b"".join(map(_key, messages)).isascii():  # type: ignore[arg-type]
+            return True
+    except TypeError:  # a null key
+        pass
     # an ASCII separator ends any multi-byte sequence, so this fails iff one key does;
     # filter(None, ...) drops null (and empty) keys without a Python-level loop
     joined = b"\n".join(filter(None, map(_key, messages)))  # type: ignore[arg-type]
-    if joined.isascii():  # the common case, checked a word at a time
+    if joined.isascii():
         return True
     try:
         joined.decode("utf-8")
@@ -242,10 +248,8 @@ class Source:
             return (None,)
         if self._decoded:
             return (columns[0] if self._avro is not None else None,)
-        from sink.records.avro_values import check_joined
-
         joined = self._joined_values()
-        ok = check_joined(joined, columns[1])
+        ok = avro_values.check_joined(joined, columns[1])
         return (columns[0] if ok else None,)
 
 
