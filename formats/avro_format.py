@@ -23,7 +23,6 @@ import hashlib
 import io
 import json
 from collections.abc import Sequence
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from formats._rows import RowBuilder, RowFileWriter, row_error
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import FlatField, flat_fields
 from formats.avro_encode import encode_rows
+from formats.avro_wire import WIRE_HEADER, WireValues, bodies_of
 from formats.base import (
     Batch,
     FileFormat,
@@ -54,17 +54,6 @@ __all__ = ["AvroFormat", "AvroWriter"]
 
 _SYNC_INTERVAL = 256 * 1024
 """Uncompressed bytes per Avro block: large enough for good compression, small enough for memory."""
-_WIRE_HEADER = 5
-"""Confluent wire header before an Avro body: magic byte 0 and a 4-byte schema id."""
-_body = itemgetter(slice(_WIRE_HEADER, None))
-
-
-_BODIES = "avro-bodies"
-"""The :meth:`Batch.memo` key of a batch's bodies (computed ahead by :meth:`AvroWriter.prefetch`)."""
-
-
-def _bodies_of(batch: Batch) -> tuple[Sequence[bytes], Any] | None:
-    return batch.avro_bodies()
 
 
 class _RawBlock:
@@ -107,7 +96,7 @@ class AvroWriter(RowFileWriter):
         self._block: list[Any] = []
         """Rows in fastavro's open block, to rebuild it if a row fails halfway through encoding."""
         self._open: list[bytes] = []
-        """Encoded records of the open block taken as bodies (pass-through), not yet written:
+        """Encoded records of the open block taken as bodies (pass-through), in chunks, not yet written:
         fastavro's own open block cannot take bytes, so the pass-through keeps its own."""
         self._open_count = 0
         self._open_size = 0
@@ -119,19 +108,20 @@ class AvroWriter(RowFileWriter):
 
     def prefetch(self, batch: Batch) -> bool:
         """On the helper thread, while the consumer fetches the next messages: parse a schemaless
-        batch's JSON lines (column-wise path), or check a Confluent Avro batch's bodies (the one
-        per-record cost the pass-through keeps)."""
+        batch's JSON lines (column-wise path; Arrow parses without the GIL).
+
+        A Confluent Avro batch's bodies are not checked ahead: the check is a few dozen array
+        operations on a couple of thousand positions each, which hold the GIL for most of their
+        time, so on the helper thread it ran no faster and the hand-off (the future, the held
+        batch, the consumer waiting for the GIL) cost more than the check itself."""
         if self._lines is not None:
             self._lines.prefetch(batch)
             return True
-        if self._rows.envelope is not None or batch.avro_schema() is None:
-            return False
-        batch.ahead(_BODIES, _bodies_of)
-        return True
+        return False
 
     def append(self, batch: Batch) -> int:
         if self._rows.envelope is None and not self._pending:
-            bodies = batch.memo(_BODIES, _bodies_of)
+            bodies = batch.avro_bodies()
             if bodies is not None:
                 first = None if self._writer is not None else batch.records()[0]  # for the sync marker
                 taken = self._append_bodies(*bodies, first)
@@ -164,8 +154,11 @@ class AvroWriter(RowFileWriter):
             writer.block_count = 0
             self._block.clear()
         count = len(values)
-        lengths = np.fromiter(map(len, values), np.int64, count) - _WIRE_HEADER
-        ends = np.cumsum(lengths) + self._open_size  # the open block's size after each record
+        if isinstance(values, WireValues):
+            sizes = values.body_ends()
+        else:
+            sizes = np.cumsum(np.fromiter(map(len, values), np.int64, count) - WIRE_HEADER)
+        ends = sizes + self._open_size  # the open block's size after each record
         base = 0  # ... minus what was written out before it
         start = 0
         while True:
@@ -173,12 +166,12 @@ class AvroWriter(RowFileWriter):
             cut = int(np.searchsorted(ends, base + _SYNC_INTERVAL, side="left"))
             if cut >= count:
                 break
-            self._open.extend(map(_body, values[start : cut + 1]))
+            self._open.append(bodies_of(values, start, cut + 1))
             self._open_count += cut + 1 - start
             self._dump_open()
             base, start = int(ends[cut]), cut + 1
         if start < count:
-            self._open.extend(map(_body, values[start:]))
+            self._open.append(bodies_of(values, start, count))
             self._open_count += count - start
             self._open_size = int(ends[-1]) - base
         self._count += taken

@@ -19,6 +19,7 @@ resumes from the storage index.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -178,6 +179,11 @@ def _run_one(runtime: Any, task_id: int, timeout: float, child: bool) -> int:
     signals = _Signals(stop, timeout, child=child)
     signals.install()
     started = time.monotonic()
+    # Everything alive now (modules, the compiled plans, converters and clients) lives as long as
+    # the process: frozen, the full collections that the consume loop's allocations trigger do
+    # not walk those ~75,000 objects again each time (tens of milliseconds apiece)
+    gc.collect()
+    gc.freeze()
     try:
         runtime.run(stop)
     except SinkError as exc:

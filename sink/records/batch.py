@@ -31,6 +31,9 @@ import numpy as np
 import pyarrow as pa
 from confluent_kafka import Message
 
+from formats.avro_wire import WireValues
+from sink.records import avro_values
+from sink.records.avro_values import Joined, join_values
 from sink.records.json_text import valid_lines
 from sink.records.record import SinkRecord
 
@@ -49,10 +52,15 @@ _timestamp = Message.timestamp
 
 def keys_are_text(messages: Sequence[Message]) -> bool:
     """Whether every non-null key decodes as UTF-8 (what the StringConverter would require)."""
+    try:  # the common case: no null key, all ASCII (checked a word at a time), one pass
+        if b"".join(map(_key, messages)).isascii():  # type: ignore[arg-type]
+            return True
+    except TypeError:  # a null key
+        pass
     # an ASCII separator ends any multi-byte sequence, so this fails iff one key does;
     # filter(None, ...) drops null (and empty) keys without a Python-level loop
     joined = b"\n".join(filter(None, map(_key, messages)))  # type: ignore[arg-type]
-    if joined.isascii():  # the common case, checked a word at a time
+    if joined.isascii():
         return True
     try:
         joined.decode("utf-8")
@@ -66,9 +74,9 @@ class Source:
     the cheap forms. Built by :mod:`sink.records.intake` (or :func:`batches_of`); not used directly."""
 
     __slots__ = (
-        "_avro", "_bodies", "_decoded", "_json_ends", "_json_valid", "_keys_ok", "_offsets", "avro",
-        "check_json", "check_keys", "convert", "executor", "json", "messages", "records", "transformed",
-        "values",
+        "_avro", "_bodies", "_decoded", "_joined", "_json_ends", "_json_valid", "_keys_ok", "_offsets",
+        "avro", "check_json", "check_keys", "convert", "executor", "json", "messages", "records",
+        "transformed", "values",
     )
 
     def __init__(
@@ -84,6 +92,7 @@ class Source:
         check_keys: bool = False,
         executor: Executor | None = None,
         transformed: bool = False,
+        joined: Joined | None = None,
     ) -> None:
         self.messages = messages
         self.records = records
@@ -108,6 +117,8 @@ class Source:
         self._avro: tuple[pa.RecordBatch, Any] | None = None
         self._decoded = False
         self._bodies: tuple[Any] | None = None
+        self._joined = joined
+        """The values joined (Avro runs; given by the builder, which joined them to find the run)."""
 
     def __len__(self) -> int:
         return len(self.records)
@@ -204,10 +215,12 @@ class Source:
     def avro_bodies(self, start: int, stop: int) -> tuple[Sequence[bytes], Any] | None:
         """The values as consumed (5-byte Confluent header, then the body) and their writer
         schema, when every body of the run would decode cleanly column by column (checked once
-        per run, without building the columns, :func:`~sink.records.avro_values.check_values`;
+        per run, without building the columns, :func:`~sink.records.avro_values.check_joined`;
         or known from :meth:`avro_columns` when they were decoded already): a body is written
         through only when the per-record path would have read it without an error, and read the
-        same. So only the flat record schemas of :meth:`avro_columns` have them."""
+        same. So only the flat record schemas of :meth:`avro_columns` have them. The values come
+        as :class:`~formats.avro_wire.WireValues`, which give the bodies' sizes and the bodies
+        joined in bulk."""
         if self.transformed or self.messages is None or self.avro is None or not self.keys_ok(start, stop):
             return None
         if self._bodies is None:
@@ -215,8 +228,14 @@ class Source:
         writer = self._bodies[0]
         if writer is None:
             return None
-        values: list[bytes] = list(map(_value, self.messages[start:stop]))  # type: ignore[arg-type]
-        return values, writer
+        joined = self._joined_values()
+        return WireValues(joined.values, joined.ends, start, stop), writer
+
+    def _joined_values(self) -> Joined:
+        if self._joined is None:
+            assert self.messages is not None  # noqa: S101 - only message sources have Avro runs
+            self._joined = join_values(list(map(_value, self.messages)))  # type: ignore[arg-type]
+        return self._joined
 
     def _checked_writer(self) -> tuple[Any]:
         """``(writer schema,)`` when every body of the run checks, else ``(None,)``."""
@@ -229,9 +248,8 @@ class Source:
             return (None,)
         if self._decoded:
             return (columns[0] if self._avro is not None else None,)
-        from sink.records.avro_values import check_values
-
-        ok = check_values(list(map(_value, self.messages)), columns[1])  # type: ignore[arg-type]
+        joined = self._joined_values()
+        ok = avro_values.check_joined(joined, columns[1])
         return (columns[0] if ok else None,)
 
 

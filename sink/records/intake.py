@@ -30,7 +30,7 @@ from typing import Literal, Protocol
 from confluent_kafka import Message
 
 from kcql.errors import RecordError
-from sink.records.avro_values import avro_runs
+from sink.records.avro_values import joined_runs
 from sink.records.batch import Convert, RecordBatch, Source
 from sink.records.converters import (
     AvroConverter,
@@ -155,9 +155,10 @@ class BatchBuilder:
         avro = self._avro
         if avro is not None:
             out = []
-            for start, stop, schema_id in avro_runs(values):
+            cuts, joined = joined_runs(values)  # joined: the values of a single run, for its bulk steps
+            for start, stop, schema_id in cuts:
                 columns = None if schema_id is None else (lambda sid=schema_id: avro.columns(sid))
-                out.append(self._batch(topic, partition, messages[start:stop], avro=columns))
+                out.append(self._batch(topic, partition, messages[start:stop], avro=columns, joined=joined))
             return out
         return [self._batch(topic, partition, messages)]
 

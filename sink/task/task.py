@@ -79,7 +79,9 @@ class _PartitionState:
 
     tp: TopicPartition
     plan: SinkPlan
-    partitioner: Partitioner
+    statement: Statement
+    """The plan's compiled statement (kept here: hashing the plan per batch to find it costs
+    more than the rest of the lookups of a ``put``)."""
     index: PartitionIndex | None
     resumed: IndexState | None
     """The index as this task found it at ``open``: what was committed before (read-only; the
@@ -89,6 +91,10 @@ class _PartitionState:
     owed: dict[str, PendingCommit] = field(default_factory=dict)
     """Files the index owes, by slot, that the replay has not re-produced yet (see
     :meth:`SinkTask._write_owed`)."""
+
+    @property
+    def partitioner(self) -> Partitioner:
+        return self.statement.partitioner
 
     def skip_threshold(self, path: str) -> int:
         """Records of ``path`` at or below this offset are written already."""
@@ -214,7 +220,7 @@ class SinkTask:
                     index.acquire()
                     committer.recover(index)
                 resumed = index.state if index else None
-                state = _PartitionState(tp, plan, self._statements[plan].partitioner, index, resumed)
+                state = _PartitionState(tp, plan, self._statements[plan], index, resumed)
                 if index is not None:
                     state.owed = {owed.path: owed for owed in index.state.owed}
                 committed = index.state.committed_offset if index else None
@@ -238,8 +244,11 @@ class SinkTask:
         with self._lock:
             self._raise_pending_errors()
             state = self._partition(batch)
-            plan = state.plan if batch.topic == batch.source_topic else self._plan_renamed(state, batch.topic)
-            statement = self._statements[plan]
+            if batch.topic == batch.source_topic:
+                plan, statement = state.plan, state.statement
+            else:
+                plan = self._plan_renamed(state, batch.topic)
+                statement = self._statements[plan]
             for path, part in statement.partitioner.split(batch):
                 slot = writer_slot(batch.topic, batch.source_topic, path)
                 threshold = state.skip_threshold(slot)
@@ -251,7 +260,7 @@ class SinkTask:
                     part = part.slice(skip)
                 if statement.projection is not None:
                     part = statement.projection.batch(part)
-                self._write(state, plan, slot, part)
+                self._write(state, plan, statement, slot, part)
             self._check_owed(state)
             self._enforce_staging_budget()
 
@@ -370,7 +379,9 @@ class SinkTask:
             raise SinkError(f"put() received records of {tp}, which is not open on this task (call open())")
         return state
 
-    def _write(self, state: _PartitionState, plan: SinkPlan, slot: str, part: RecordBatch) -> None:
+    def _write(
+        self, state: _PartitionState, plan: SinkPlan, statement: Statement, slot: str, part: RecordBatch
+    ) -> None:
         """Append ``part`` (records of one slot) to its open files, committing each that fills up.
 
         A file never ends between records that share an offset (a transform's fan-out): the
@@ -381,7 +392,7 @@ class SinkTask:
         key: WriterKey = (state.tp.topic, state.tp.partition, slot)
         writer = self._pool.get(key)
         # one file per partition at a time: only then may the commit queue take full files
-        background = self._statements[plan].partitioner.is_default and TOPIC_SEPARATOR not in slot
+        background = statement.partitioner.is_default and TOPIC_SEPARATOR not in slot
         while True:
             if writer is not None and writer.finished:  # a commit failed earlier: retry it first
                 self._commit_writer(writer, "retry")

@@ -259,23 +259,26 @@ def test_an_empty_file_and_a_single_record(tmp_path: Path) -> None:
     assert cheap.files[0]["rows"] == per_record.files[0]["rows"] and len(cheap.files[0]["rows"]) == 1
 
 
-def test_bodies_checked_ahead_on_the_helper_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``prefetch`` checks the bodies (``check_values``) on the batch's helper thread;
-    ``append`` then takes the bodies it found. The file is still the decoding path's."""
+def test_bodies_are_checked_once_per_run_by_append_not_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prefetch`` leaves Avro bodies alone (the check holds the GIL: a helper thread only adds
+    a hand-off); ``append`` checks each consumed run's bodies once (``check_joined``), on the
+    calling thread, however the run is sliced. The file is still the decoding path's."""
     from concurrent.futures import ThreadPoolExecutor
 
     import sink.records.avro_values as avro_values
 
     threads: list[str] = []
-    check = avro_values.check_values
+    check = avro_values.check_joined
 
-    def spy(*args: Any) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:
         import threading
 
         threads.append(threading.current_thread().name)
-        return check(*args)
+        return check(*args, **kwargs)
 
-    monkeypatch.setattr(avro_values, "check_values", spy)
+    monkeypatch.setattr(avro_values, "check_joined", spy)
     counted = Counted(monkeypatch)
     items = messages(readings(range(3000)))
     with ThreadPoolExecutor(1, thread_name_prefix="helper") as executor:
@@ -284,8 +287,7 @@ def test_bodies_checked_ahead_on_the_helper_thread(tmp_path: Path, monkeypatch: 
         outcome = sink(tmp_path / "cheap", avro(), cheap, items, [500], prefetch=True)
     assert_same(reference, outcome)
     assert counted.total == 3000
-    # one check per poll; the first poll has no open file to prefetch for
-    assert threads == ["MainThread"] + ["helper_0"] * 5
+    assert threads == ["MainThread"] * 6  # one check per poll of 500
 
 
 def test_a_replayed_file_is_the_same_bytes_whichever_path_wrote_it(tmp_path: Path) -> None:

@@ -171,3 +171,70 @@ def test_decode_values_refuses_a_body_that_does_not_decode_cleanly(spoil: Any) -
     fields = flat_fields(FLAT)
     assert fields is not None
     assert decode_values(values, fields, avro_to_arrow(FLAT)) is None
+
+
+# ------------------------------------------------------------- check_joined: its shortcuts
+
+MIXED: dict[str, Any] = {
+    "type": "record",
+    "name": "Mixed",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "blob", "type": "bytes"},
+        {"name": "amount", "type": "double"},
+        {"name": "note", "type": ["null", "string"]},
+        {"name": "ratio", "type": "float"},
+        {"name": "text", "type": "string"},
+    ],
+}
+
+
+def mixed(i: int, text: str = "plain") -> dict[str, Any]:
+    return {"id": -(2**62) if i % 2 else i * 1000, "blob": bytes([0xFF, 0x80, i % 256]),
+            "amount": -1.5e300 * (i + 1), "note": None if i % 3 == 0 else "n" * 70,
+            "ratio": -0.1 * i, "text": text}
+
+
+@pytest.mark.parametrize("schema_id", [7, 0x80, 0xFFFFFFFF])  # header bytes >= 0x80 are no text
+def test_check_joined_takes_ascii_text_among_bytes_numbers_and_long_lengths(schema_id: int) -> None:
+    from sink.records.avro_values import check_joined, join_values
+
+    values = [wire(schema_id, MIXED, mixed(i)) for i in range(40)]
+    fields = flat_fields(MIXED)
+    assert fields is not None
+    assert check_joined(join_values(values), fields)
+    assert decode_values(values, fields, avro_to_arrow(MIXED)) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"), [("é€😀", True), ("\x7f", True), (None, False)],
+)
+def test_check_joined_decodes_only_text_holding_bytes_above_ascii(text: str | None, ok: bool) -> None:
+    from sink.records.avro_values import check_joined, join_values
+
+    fields = flat_fields(MIXED)
+    assert fields is not None
+    values = [wire(7, MIXED, mixed(i)) for i in range(10)]
+    if text is None:  # a lone continuation byte in the last string of one record
+        spoiled = bytearray(wire(7, MIXED, mixed(3, "abc")))
+        spoiled[-1] = 0x80
+        values[3] = bytes(spoiled)
+    else:
+        values[5] = wire(7, MIXED, mixed(5, text))
+    assert check_joined(join_values(values), fields) is ok
+    assert (decode_values(values, fields, avro_to_arrow(MIXED)) is not None) is ok
+
+
+def test_check_joined_measures_long_varints_as_the_decoder_reads_them() -> None:
+    from sink.records.avro_values import check_joined, join_values
+
+    schema = {"type": "record", "name": "L", "fields": [{"name": "n", "type": "long"}]}
+    fields = flat_fields(schema)
+    assert fields is not None
+    extremes = [wire(7, schema, {"n": n}) for n in (0, -1, 2**63 - 1, -(2**63), 300_000)]
+    assert check_joined(join_values(extremes), fields)
+    eleven = b"\x00\x00\x00\x00\x07" + b"\xff" * 10 + b"\x01"  # a varint longer than 10 bytes
+    beyond = b"\x00\x00\x00\x00\x07" + b"\xff" * 9 + b"\x02"  # a tenth byte above 1
+    for bad in (eleven, beyond):
+        assert not check_joined(join_values([*extremes, bad]), fields)
+        assert decode_values([*extremes, bad], fields, avro_to_arrow(schema)) is None
