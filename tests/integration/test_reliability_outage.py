@@ -200,7 +200,7 @@ def test_a_storage_outage_pauses_the_partitions_and_the_sink_resumes_by_itself(
     # a failed commit is retried at the retry interval, not by the flush timer every tick
     assert len(_lines(log, "flush of .* failed")) <= 2 * PARTITIONS, log[-3000:]
     # paused, not evicted: the group kept the partitions all along
-    assert len(_lines(log, r"sink\.runtime\.loop: assigned ")) == 1, log[-3000:]
+    assert len(_lines(log, r"sink\.runtime\.consumer: group \S+: assigned ")) == 1, log[-3000:]
     assert not _lines(log, "partitions lost|revoking"), log[-3000:]
     lines = len(log.splitlines())
     print(f"[outage] storage {seconds}s (restarted after {restarted:.0f}s): {verdict}, {lines} log lines")
