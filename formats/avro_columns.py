@@ -66,23 +66,30 @@ def flat_fields(schema: Any) -> tuple[FlatField, ...] | None:
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zig-zag varints (Avro int/long) at ``pos``: (values as int64, positions after them)."""
+    """Zig-zag varints (Avro int/long) at ``pos``: (values as int64, positions after them).
+
+    Byte by byte over the varints still going, not a 10-byte window for each: ids and lengths
+    take 1-3 bytes, so the window's 10 gathers and shifts per value were mostly wasted work.
+    """
     first = buf[pos]
-    if not (first & 0x80).any():  # the common case (short strings, small numbers): one byte each
+    more = np.flatnonzero(first & 0x80)
+    if not len(more):  # the common case (short strings, small numbers): one byte each
         raw1 = first.astype(np.int64)
         return (raw1 >> 1) ^ -(raw1 & 1), pos + 1
-    window = buf[pos[:, None] + _WINDOW]
-    ends = (window & 0x80) == 0
-    if not ends.any(axis=1).all():
-        raise _Malformed("varint longer than 10 bytes")
-    length = ends.argmax(axis=1) + 1
-    if (window[length == 10, 9] > 1).any():
-        raise _Malformed("varint beyond 64 bits")
-    parts = (window & 0x7F).astype(np.uint64) << _SHIFTS
-    parts[_WINDOW[None, :] >= length[:, None]] = 0
-    raw = np.bitwise_or.reduce(parts, axis=1)
+    raw = (first & 0x7F).astype(np.uint64)
+    after = pos + 1
+    for k in range(1, 10):
+        at = after[more]
+        byte = buf[at]
+        if k == 9 and (byte > 1).any():  # also a 10th byte that goes on: longer than 10 bytes
+            raise _Malformed("varint beyond 64 bits")
+        raw[more] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        after[more] = at + 1
+        more = more[(byte & 0x80) != 0]
+        if not len(more):
+            break
     values = (raw >> np.uint64(1)).view(np.int64) ^ -(raw & np.uint64(1)).view(np.int64)
-    return values, pos + length
+    return values, after
 
 
 def _fixed(buf: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
@@ -176,7 +183,46 @@ def _binary(
     buf: np.ndarray, begin: np.ndarray, lengths: np.ndarray, count: int, rows: np.ndarray | None,
     present: np.ndarray | None, dtype: pa.DataType,
 ) -> pa.Array:
-    """A string/binary array from the byte ranges ``[begin, begin + lengths)`` (of ``rows``)."""
+    """A string/binary array from the byte ranges ``[begin, begin + lengths)`` (of ``rows``).
+
+    The ranges lie in record order in ``buf``, so ``begin[0], end[0], begin[1], end[1], ...`` are
+    the offsets of a string array over ``buf`` itself, built without copying, whose even elements
+    are the values and odd ones the bytes between them; Arrow's ``take`` of the even ones copies
+    each value's bytes in one ``memcpy``. (Gathering them byte by byte through an int64 index
+    array, as :func:`_gathered` does, cost ~0.3 µs per record of the bench's orders.) Nothing is
+    checked here: the caller validates the batch's UTF-8.
+    """
+    n = len(begin)
+    if n == 0 or len(buf) >= 2**31:
+        return _gathered(buf, begin, lengths, count, rows, present, dtype)
+    bounds = np.empty(2 * n, dtype=np.int64)
+    bounds[0::2] = begin
+    bounds[1::2] = begin + lengths
+    if (np.diff(bounds) < 0).any():  # not in order (not the bodies of one joined batch)
+        return _gathered(buf, begin, lengths, count, rows, present, dtype)
+    spans = pa.Array.from_buffers(
+        dtype, 2 * n - 1, [None, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(buf)]
+    )
+    even = np.arange(0, 2 * n, 2, dtype=np.int32)
+    if rows is None or present is None:
+        taken = spans.take(pa.array(even))
+    else:
+        index = np.zeros(count, dtype=np.int32)
+        index[rows] = even
+        taken = spans.take(pa.array(index, mask=~present))
+    if taken.null_count:
+        return taken
+    # take allocates a validity bitmap even when nothing is null; without it the array's nbytes
+    # (which a file's bytes_written, and so flush.size, counts) are the per-record path's
+    _validity, offsets, chars = taken.buffers()
+    return pa.Array.from_buffers(dtype, count, [None, offsets, chars])
+
+
+def _gathered(
+    buf: np.ndarray, begin: np.ndarray, lengths: np.ndarray, count: int, rows: np.ndarray | None,
+    present: np.ndarray | None, dtype: pa.DataType,
+) -> pa.Array:
+    """:func:`_binary` byte by byte, for ranges that are not in order or a buffer beyond 2 GiB."""
     full_lengths = lengths if rows is None else np.zeros(count, dtype=np.int64)
     if rows is not None:
         full_lengths[rows] = lengths

@@ -9,7 +9,8 @@ decide differently, so the caller falls back to it.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +53,13 @@ def line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
     )
 
 
+class _Parsed(NamedTuple):
+    """A block's parse (None when Arrow refused it) and whether the block was all ASCII."""
+
+    table: pa.Table | None
+    ascii: bool
+
+
 class LineParser:
     """Parses a block of JSON lines into a table of one frozen file schema, or returns None.
 
@@ -86,14 +94,16 @@ class LineParser:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             return None
 
-    def parse_batch(self, batch: Batch) -> pa.Table | None:
-        """:meth:`__call__` of the batch's framed JSON lines (thread-safe: the batch's forms are)."""
+    def parse_batch(self, batch: Batch) -> _Parsed:
+        """:meth:`__call__` of the batch's framed JSON lines (thread-safe: the batch's forms are),
+        and whether they are ASCII (then their text needs no UTF-8 validation)."""
         data = batch.json_lines(checked=False)
-        return None if data is None else self(data)
+        return _Parsed(None, False) if data is None else _Parsed(self(data), data.isascii())
 
     def checked_batch(self, batch: Batch) -> pa.Table | None:
         """The batch's rows, parsed (or taken from :meth:`parse_batch` run ahead) and checked."""
-        table = self.checked(batch.memo((_LINES, self), self.parse_batch))
+        parsed = batch.memo((_LINES, self), self.parse_batch)
+        table = self.checked(parsed.table, ascii_text=parsed.ascii)
         return table if table is not None and table.num_rows == len(batch) else None
 
     def prefetch(self, batch: Batch) -> None:
@@ -115,21 +125,32 @@ class LineParser:
             return None
         return self.checked_batch(batch)
 
-    def checked(self, table: pa.Table | None) -> pa.Table | None:
-        """``table`` (a result of :meth:`__call__`) if the per-record path would store it so."""
+    def checked(self, table: pa.Table | None, *, ascii_text: bool = False) -> pa.Table | None:
+        """``table`` (a result of :meth:`__call__`) if the per-record path would store it so.
+
+        ``ascii_text``: the parsed text was all ASCII, so its strings are valid UTF-8 and the
+        full validation (the UTF-8 of every string, most of this check's cost) is left out;
+        Arrow's parser builds the rest of the table's structure itself.
+        """
         if table is None:
             return None
-        try:
-            table.validate(full=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return None
+        if not ascii_text:
+            try:
+                table.validate(full=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                return None
         if not table.schema.equals(self._schema):
             return None
         for column in self._doubles:
             values = table.column(column)
-            if pc.any(pc.invert(pc.is_finite(values))).as_py():
+            # a NaN or an infinity makes the sum non-finite (so does a sum beyond the largest
+            # double, which only values far from 2**53 reach); min_max skips NaN, not infinities
+            total = pc.sum(values).as_py()
+            if total is None:
+                continue  # no values
+            if not math.isfinite(total):
                 return None
-            biggest = pc.max(pc.abs(values)).as_py()
-            if biggest is not None and biggest >= _EXACT_DOUBLE:
+            low, high = pc.min_max(values).values()
+            if max(-low.as_py(), high.as_py()) >= _EXACT_DOUBLE:
                 return None
         return table
