@@ -151,6 +151,8 @@ def _read_dlq(bootstrap: str, dlq: str, want: int) -> tuple[dict[tuple[int, int]
     return out, stamps
 
 
+# chaos for make test's time budget; test_reliability_poison.py and test_run_dlq.py cover the DLQ there
+@pytest.mark.chaos
 def test_poison_storm_short(kafka_bootstrap, topic_factory, tmp_path):
     _storm(kafka_bootstrap, topic_factory, tmp_path, poison=1000)
 

@@ -194,6 +194,7 @@ def _storm(bootstrap: str, topic_factory, tmp_path: Path, seconds: float, seed: 
     assert result["lost"] == 0 and result["duplicated"] == 0 and result["unexpected"] == 0, result
 
 
+@pytest.mark.chaos  # make test's suite budget; test_run_rebalance.py covers a join and a leave there
 def test_rebalance_storm_short(kafka_bootstrap, topic_factory, tmp_path):
     _storm(kafka_bootstrap, topic_factory, tmp_path, seconds=8, seed=1)
 

@@ -91,7 +91,9 @@ def _archived(live: LiveSink, prefix: str) -> int:
     return total
 
 
-@pytest.mark.parametrize("kills", [2, pytest.param(5, marks=pytest.mark.chaos)])
+# both chaos (make test's suite budget); test_replay_roundtrip.py runs the replay itself in make test
+@pytest.mark.chaos
+@pytest.mark.parametrize("kills", [2, 5])
 def test_sigkills_mid_run_leave_every_record_exactly_once(
     kafka_bootstrap, topic_factory, live, tmp_path, kills
 ):
