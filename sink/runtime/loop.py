@@ -282,7 +282,14 @@ class SinkRuntime:
         except SinkError as exc:
             if isinstance(exc, RecordError):
                 raise
-            self._storage_failure(exc, set(getattr(exc, "partitions", ())))
+            tps = set(getattr(exc, "partitions", ()))
+            if tps and not tps & self.assigned:
+                # the partition left this task (revoked or lost) before its failed commit was
+                # seen: its new owner replays from storage, nothing here to pause or stop
+                log.info("a commit of %s failed after it left this task (its new owner replays it): %s",
+                         ", ".join(map(str, sorted(tps))), exc)
+                return
+            self._storage_failure(exc, tps)
 
     def _batches(self, messages: Sequence[Message]) -> list[_Run]:
         if any(map(_error, messages)):

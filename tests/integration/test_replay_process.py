@@ -21,7 +21,7 @@ from tests.integration._replay_support import produce, read_topic, sink_props, s
 from tests.integration._run_support import RunningSink, make_config, wait_for
 
 REPO = Path(__file__).parent.parent.parent
-KILL_N = 1200
+KILL_N = 6000
 PARTS = 2
 
 
