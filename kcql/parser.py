@@ -244,7 +244,9 @@ def _select_item(node: Tree) -> _semantics.RawField:
     return _semantics.RawField(names[0], star, names[1] if len(names) > 1 else None)
 
 
-def _statement(node: Tree, text: str) -> SinkPlan:
+def _raw_statement(node: Tree, text: str) -> _semantics.RawStatement:
+    """One statement's parse tree as written: its clauses, not yet checked (``kcql.replay`` reads
+    the same tree with INTO and FROM swapped)."""
     raw = _semantics.RawStatement(
         text=text,
         statement=text[node.meta.start_pos : node.meta.end_pos],
@@ -280,7 +282,11 @@ def _statement(node: Tree, text: str) -> SinkPlan:
             for prop in subtrees:
                 key, value = (_name(n) for n in prop.children if isinstance(n, Tree))
                 raw.properties.append((key, value))
-    return _semantics.compile_statement(raw)
+    return raw
+
+
+def _statement(node: Tree, text: str) -> SinkPlan:
+    return _semantics.compile_statement(_raw_statement(node, text))
 
 
 # --------------------------------------------------------------------------- errors

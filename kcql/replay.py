@@ -22,7 +22,7 @@ from lark.exceptions import UnexpectedInput
 from kcql import _semantics
 from kcql.errors import KcqlSemanticError, KcqlSyntaxError
 from kcql.model import SinkPlan, StoreFormat
-from kcql.parser import Name, _name, _only_tree, _parser, _select_item, _syntax_error
+from kcql.parser import Name, _parser, _raw_statement, _syntax_error
 
 __all__ = ["ReplayPlan", "parse_replay"]
 
@@ -79,41 +79,8 @@ def parse_replay(text: str) -> tuple[ReplayPlan, ...]:
 
 
 def _statement(node: Tree, text: str) -> ReplayPlan:
-    raw = _semantics.RawStatement(
-        text=text, statement=text[node.meta.start_pos : node.meta.end_pos], line=node.meta.line
-    )
-    into: Name | None = None
-    source: Name | None = None
-    for child in node.children:
-        if not isinstance(child, Tree):
-            continue
-        kind = child.data
-        subtrees = [c for c in child.children if isinstance(c, Tree)]
-        if kind == "target":
-            into = _name(subtrees[0])
-        elif kind == "topic":
-            source = _name(subtrees[0])
-        elif kind == "select_list":
-            raw.fields = [_select_item(item) for item in subtrees]
-        elif kind == "ignore":
-            raw.ignore = [_select_item(item) for item in subtrees]
-        elif kind == "nopartition":
-            raw.nopartition = True
-        elif kind == "partitionby":
-            raw.partitions = [_name(_only_tree(p)) for p in subtrees]
-        elif kind == "storeas":
-            raw.storeas = _name(subtrees[0])
-        elif kind == "legacy":
-            keyword = subtrees[0].children[0]
-            if isinstance(keyword, Token):
-                raw.legacy.append((keyword, _name(subtrees[-1])))
-        elif kind == "limit":
-            raw.limit = _name(subtrees[0])
-        elif kind == "properties":
-            raw.has_properties = True
-            for prop in subtrees:
-                key, value = (_name(n) for n in prop.children if isinstance(n, Tree))
-                raw.properties.append((key, value))
+    raw = _raw_statement(node, text)
+    into, source = raw.target, raw.topic  # reversed: INTO names the topic, FROM the bucket:prefix
     if into is None or source is None:  # pragma: no cover - the grammar requires both
         raise KcqlSemanticError("INSERT INTO and FROM are required", text, raw.line, 1)
     topic = into.value.strip()
