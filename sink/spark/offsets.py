@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaException
@@ -21,7 +21,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kcql.errors import SinkError
 from kcql.model import SinkPlan
 from kcql.routing import plan_for_topic
-from sink.commit.index import PartitionIndex, index_key
+from sink.commit.index import IndexState, PartitionIndex, index_key
 from sink.config.settings import ConnectorSettings
 from sink.records.record import TopicPartition
 
@@ -87,28 +87,37 @@ def partitions_of(bootstrap: str, props: Mapping[str, str], topics: Sequence[str
         client.close()
 
 
-def index_offsets(
+def _peeked(
     settings: ConnectorSettings, plans: Sequence[SinkPlan], tps: Sequence[TopicPartition]
-) -> Offsets:
-    """Per partition with an index: the offset after its last committed record (read, not taken over)."""
+) -> Iterator[tuple[TopicPartition, IndexState]]:
+    """Each partition of ``tps`` that has an index, with its state (read, not taken over)."""
     from sink.storage import create_storage
 
-    if not settings.exactly_once.enabled:
-        return {}
+    if not settings.exactly_once.enabled or not tps:
+        return
     storage = create_storage(settings.storage)
     try:
-        out: Offsets = {}
         for tp in tps:
             plan = plan_for_topic(plans, tp.topic)
             if plan is None:
                 continue
             key = index_key(settings.exactly_once.indexes_name, settings.name, tp)
             state = PartitionIndex(storage, plan.bucket, key, tp, "spark-planner").peek()
-            if state is not None and state.committed_offset is not None:
-                out[tp] = state.committed_offset + 1
-        return out
+            if state is not None:
+                yield tp, state
     finally:
         storage.close()
+
+
+def index_offsets(
+    settings: ConnectorSettings, plans: Sequence[SinkPlan], tps: Sequence[TopicPartition]
+) -> Offsets:
+    """Per partition with an index: the offset after its last committed record (read, not taken over)."""
+    return {
+        tp: state.committed_offset + 1
+        for tp, state in _peeked(settings, plans, tps)
+        if state.committed_offset is not None
+    }
 
 
 OwedRanges = dict[TopicPartition, list[tuple[int, int, str]]]
@@ -126,25 +135,12 @@ def owed_ranges(
     task or a micro-batch re-run from the checkpoint has its attempt's range), so the stream
     reads them once, when it plans its first micro-batch.
     """
-    from sink.storage import create_storage
-
-    if not settings.exactly_once.enabled or not tps:
-        return {}
-    storage = create_storage(settings.storage)
-    try:
-        out: OwedRanges = {}
-        for tp in tps:
-            plan = plan_for_topic(plans, tp.topic)
-            if plan is None:
-                continue
-            key = index_key(settings.exactly_once.indexes_name, settings.name, tp)
-            state = PartitionIndex(storage, plan.bucket, key, tp, "spark-planner").peek()
-            for owed in () if state is None else state.owed:
-                first = owed.first_offset if owed.first_offset is not None else owed.committed_after + 1
-                out.setdefault(tp, []).append((first, owed.last_offset, owed.final_key))
-        return out
-    finally:
-        storage.close()
+    out: OwedRanges = {}
+    for tp, state in _peeked(settings, plans, tps):
+        for owed in state.owed:
+            first = owed.first_offset if owed.first_offset is not None else owed.committed_after + 1
+            out.setdefault(tp, []).append((first, owed.last_offset, owed.final_key))
+    return out
 
 
 def past_owed(ends: Offsets, owed: OwedRanges) -> Offsets:
