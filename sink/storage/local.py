@@ -221,9 +221,9 @@ class LocalStorage(Storage):
         with map_exceptions(f"put {self.uri(bucket, key)}", _classify), self._key_lock(bucket, key):
             self._check(target, bucket, key, if_none_match, if_match)
             self._atomic_write(target, fill)
-            etag = f'"{digests[-1].hexdigest()}"'
-            self._remember(target, etag)
-            return etag
+            copied = f'"{digests[-1].hexdigest()}"'  # hashed while copying: free, so always kept
+            self._remember(target, copied)
+            return copied
 
 
     def _adopt(self, source: Path, target: Path, etag: bool) -> str | None:
