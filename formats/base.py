@@ -185,9 +185,19 @@ class FormatWriter(ABC):
 
     def prefetch(self, batch: Batch) -> bool:
         """Start, on the batch's helper thread, what :meth:`append` of ``batch`` can compute
-        ahead (PARQUET: parsing JSON lines into this file's schema); whether anything was. A hint;
-        the default: nothing."""
-        return False
+        ahead (PARQUET: parsing JSON lines into this file's schema); whether anything was. A hint."""
+        ahead = self.prefetcher()
+        if ahead is None:
+            return False
+        ahead(batch)
+        return True
+
+    def prefetcher(self) -> Callable[[Batch], None] | None:
+        """What :meth:`prefetch` calls, or None while nothing can be computed ahead (the default;
+        PARQUET and AVRO: until the file's schema is fixed). It outlives the file: its results are
+        memoised on the batch by what they depend on (the schema), so the partition's next file,
+        whose own schema is not fixed yet, may start the parse it will most likely want."""
+        return None
 
     @property
     @abstractmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -211,12 +211,8 @@ class ParquetWriter(RowFileWriter):
                 return done  # the next record starts a new file
         return done
 
-    def prefetch(self, batch: Batch) -> bool:
-        parser = self._parser
-        if parser is None:
-            return False
-        parser.prefetch(batch)
-        return True
+    def prefetcher(self) -> Callable[[Batch], None] | None:
+        return None if self._parser is None else self._parser.prefetch
 
     def _cheap_rows(self, batch: Batch) -> pa.Table | None:
         """``batch``'s rows as Arrow, exactly as the per-record path would make them, or None.
