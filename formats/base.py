@@ -192,6 +192,17 @@ class FormatWriter(ABC):
         ahead(batch)
         return True
 
+    def successor_hint(self) -> Any:
+        """What this file can tell the partition's next file about its shape (see
+        :meth:`start_from`), or None (the default). Opaque to the caller: only the format reads it."""
+        return None
+
+    def start_from(self, hint: Any) -> None:
+        """Take the partition's previous file's :meth:`successor_hint`, before the first append.
+        A format may use it to fix its schema sooner when that provably gives the very same file
+        (PARQUET: schemaless JSON of the previous file's shape); the default ignores it."""
+        del hint
+
     def prefetcher(self) -> Callable[[Batch], None] | None:
         """What :meth:`prefetch` calls, or None while nothing can be computed ahead (the default;
         PARQUET and AVRO: until the file's schema is fixed). It outlives the file: its results are

@@ -18,7 +18,7 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastavro
 import pyarrow as pa
@@ -74,6 +74,8 @@ class ParquetWriter(RowFileWriter):
         self._small_records: list[Record] = []
         self._parser: LineParser | None = None
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
+        self._hint: _Hint | None = None
+        """The partition's previous file's inferred schema and parser (:meth:`start_from`)."""
         self._out: pa.NativeFile | None = None
         self._encoded = 0
         """Bytes Arrow has written to the staging file (as of the last look)."""
@@ -190,6 +192,7 @@ class ParquetWriter(RowFileWriter):
         done, total = 0, len(batch)
         while done < total:
             part = batch.slice(done) if done else batch
+            hinted = False
             if self._schema is not None:
                 rows = self._cheap_rows(part)
                 if rows is not None:
@@ -198,14 +201,18 @@ class ParquetWriter(RowFileWriter):
                         self._add(rows_batch)
                     return total
                 chunk = part
+            elif self._hint is not None:
+                chunk, hinted = part.slice(0, 1), True  # the first record (see _fixed_from_hint)
             else:
                 want = max(1, self._freeze_at() - len(self._pending)) if self._pending else 1
                 chunk = part.slice(0, want) if want < len(part) else part
             try:
-                taken = self._write_records(chunk.records())
+                taken = self._fixed_from_hint(part) if hinted else self._write_records(chunk.records())
             except RecordError as exc:
                 exc.index += done
                 raise
+            if taken < 0:
+                continue  # the hint does not apply: record by record, as without it
             done += taken
             if taken < len(chunk):
                 return done  # the next record starts a new file
@@ -213,6 +220,36 @@ class ParquetWriter(RowFileWriter):
 
     def prefetcher(self) -> Callable[[Batch], None] | None:
         return None if self._parser is None else self._parser.prefetch
+
+    def successor_hint(self) -> Any:
+        if self._parser is None:
+            return None
+        return _Hint(self._rows.value.schema(), self._parser)
+
+    def start_from(self, hint: Any) -> None:
+        if isinstance(hint, _Hint) and self._schema is None and not self._count:
+            self._hint = hint
+
+    def _fixed_from_hint(self, part: Batch) -> int:
+        """Fix the schema after ``part``'s first record when that gives the very same file; -1
+        when the hint does not apply (nothing taken: the caller goes on record by record).
+
+        An inferred schema is fixed at ``FREEZE_ROWS`` rows: merged from each record's own, fields
+        in order of first appearance. Taking those rows one by one costs a new file ~5 ms on the
+        consuming thread. When all of ``part`` (at least ``FREEZE_ROWS`` records) parses into the
+        previous file's flat schema (no other field, no other type: the parse refuses them), and
+        the first record alone infers exactly that schema (every field, in that order, of that
+        type), then merging the next records cannot change it, so the per-record path would fix
+        this same schema and take these same rows: the schema is fixed now, on one record, and
+        the rest comes from the parse (usually done ahead on the helper thread already).
+        """
+        hint, self._hint = self._hint, None  # one try per file
+        if hint is None or self._pending or len(part) < self._freeze_at() or hint.parser.rows(part) is None:
+            return -1
+        taken = self._write_records(part.slice(0, 1).records())
+        if taken == 1 and self._rows.value.mode == "inferred" and self._rows.value.schema() == hint.avro:
+            self._fix()
+        return taken
 
     def _cheap_rows(self, batch: Batch) -> pa.Table | None:
         """``batch``'s rows as Arrow, exactly as the per-record path would make them, or None.
@@ -331,6 +368,13 @@ class ParquetWriter(RowFileWriter):
                 writer.close()
         finally:
             self._close_native()
+
+
+class _Hint(NamedTuple):
+    """A Parquet file's frozen inferred value schema and its JSON-lines parser, for the next file."""
+
+    avro: Any
+    parser: LineParser
 
 
 _DICTIONARY_SAMPLE = 2048

@@ -44,6 +44,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcql.errors import ConfigError, RecordError, SinkError
 from kcql.model import SinkPlan
@@ -93,6 +94,9 @@ class _PartitionState:
     :meth:`SinkTask._write_owed`)."""
     ahead: Callable[[RecordBatch], None] | None = None
     """The prefetcher of the partition's latest file that had one (see :meth:`SinkTask.prefetch`)."""
+    hints: dict[str, Any] = field(default_factory=dict)
+    """By slot, what the slot's last committed file tells the next one (``FormatWriter.start_from``);
+    kept for layouts of one file per partition only, so it stays one entry per slot."""
 
     @property
     def partitioner(self) -> Partitioner:
@@ -511,6 +515,9 @@ class SinkTask:
         state = self._partitions.get(tp)
         if state is not None:
             writer.owed = state.owed.get(key[2])
+            hint = state.hints.get(key[2])
+            if hint is not None and writer.owed is None:  # an owed file is re-produced as it was
+                writer.start_from(hint)
         self._pool.add(writer)
         return writer
 
@@ -560,6 +567,9 @@ class SinkTask:
         state = self._partitions[writer.tp]
         if state.partitioner.is_default:  # the next file's batches may be parsed ahead meanwhile
             state.ahead = writer.prefetcher() or state.ahead
+            hint = writer.successor_hint()
+            if hint is not None:
+                state.hints[writer.key[2]] = hint
         if background and self.background_commits and not writer.finished:
             failed = self._queue.failure(state.tp)
             if failed is not None:

@@ -18,7 +18,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from formats.base import Batch, FileFormat
 from kcql.errors import RecordError
@@ -151,6 +151,14 @@ class PartitionWriter:
             raise
         self._account(batch, taken)
         return taken
+
+    def successor_hint(self) -> Any:
+        """What the format tells the slot's next file (:meth:`FormatWriter.successor_hint`)."""
+        return self._format_writer.successor_hint()
+
+    def start_from(self, hint: Any) -> None:
+        """Hand the slot's previous file's hint to the format (:meth:`FormatWriter.start_from`)."""
+        self._format_writer.start_from(hint)
 
     def prefetcher(self) -> Callable[[Batch], None] | None:
         """What starts the format's work ahead for a batch (:meth:`FormatWriter.prefetcher`)."""

@@ -613,6 +613,45 @@ def test_a_new_file_takes_a_parse_started_before_its_schema_was_fixed(
     assert assert_same({"cheap": cheap, **results}, same_bytes=False)["files"]
 
 
+def _next_file_rows(i: int, case: str) -> bytes:
+    """Rows of the second PARQUET file (offsets 1500..2999) for the hint tests."""
+    if case == "new field at row 500" and i == 2000:
+        return row(i, note="x")  # merged into the schema while it is not fixed yet
+    if case == "first row lacks a field" and i == 1500:
+        return json.dumps({"id": i, "amount": i + 0.5}).encode()  # name comes last in this file
+    if case == "first amount is whole" and i == 1500:
+        return json.dumps({"id": i, "name": f"n{i}é", "amount": 7}).encode()  # a long until merged
+    return row(i)
+
+
+@pytest.mark.parametrize(
+    "case", ["same shape", "new field at row 500", "first row lacks a field", "first amount is whole"]
+)
+def test_a_next_file_of_the_same_shape_fixes_its_schema_from_the_previous_one(
+    tmp_path: Path, case: str
+) -> None:
+    """A PARQUET file of schemaless JSON fixes its inferred schema after FREEZE_ROWS records, taken
+    one by one. Its successor starts from its schema when that provably changes nothing: the whole
+    batch parses into it and the first record alone infers it. Then one record is converted, not
+    1,000; whenever the first 1,000 could merge into another schema (a new field, another field
+    order, a long that later becomes a double), the hint is not used. Either way the files are the
+    per-record path's, byte for byte."""
+    msgs = messages([_next_file_rows(i, case) for i in range(4500)])
+    plan = plan_for(StoreFormat.PARQUET, count=1500)
+    results = sink_all(tmp_path, plan, list(chunks(msgs, 1500, 1500, 1500)), modes=["cheap", "per-record"])
+    assert len(assert_same(results)["files"]) == 3
+    # records converted one by one per file: 1,000 until the schema is fixed, 1 with the hint. The
+    # third file's hint is the second file's schema: with "note", or with name last, it does not
+    # fit a first record without them; the whole amount's file merged to the first one's schema
+    per_file = {
+        "same shape": (1000, 1, 1),
+        "new field at row 500": (1000, 1000, 1000),
+        "first row lacks a field": (1000, 1000, 1000),
+        "first amount is whole": (1000, 1000, 1),
+    }[case]
+    assert results["cheap"]["converted"] == sum(per_file)
+
+
 @pytest.mark.parametrize("next_schema", ["same", "another"])
 def test_a_batch_prefetched_for_a_file_that_is_gone_serves_the_next_file_only_with_its_schema(
     tmp_path: Path, parses: list[tuple[int, str]], next_schema: str
