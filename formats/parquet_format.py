@@ -192,7 +192,6 @@ class ParquetWriter(RowFileWriter):
         done, total = 0, len(batch)
         while done < total:
             part = batch.slice(done) if done else batch
-            hinted = False
             if self._schema is not None:
                 rows = self._cheap_rows(part)
                 if rows is not None:
@@ -201,18 +200,23 @@ class ParquetWriter(RowFileWriter):
                         self._add(rows_batch)
                     return total
                 chunk = part
-            elif self._hint is not None:
-                chunk, hinted = part.slice(0, 1), True  # the first record (see _fixed_from_hint)
             else:
+                if self._hint is not None:
+                    try:
+                        hinted = self._fixed_from_hint(part)
+                    except RecordError as exc:
+                        exc.index += done
+                        raise
+                    if hinted >= 0:  # decided: the schema is fixed now, or it is left to the rows
+                        done += hinted
+                        continue
                 want = max(1, self._freeze_at() - len(self._pending)) if self._pending else 1
                 chunk = part.slice(0, want) if want < len(part) else part
             try:
-                taken = self._fixed_from_hint(part) if hinted else self._write_records(chunk.records())
+                taken = self._write_records(chunk.records())
             except RecordError as exc:
                 exc.index += done
                 raise
-            if taken < 0:
-                continue  # the hint does not apply: record by record, as without it
             done += taken
             if taken < len(chunk):
                 return done  # the next record starts a new file
@@ -231,26 +235,30 @@ class ParquetWriter(RowFileWriter):
             self._hint = hint
 
     def _fixed_from_hint(self, part: Batch) -> int:
-        """Fix the schema after ``part``'s first record when that gives the very same file; -1
-        when the hint does not apply (nothing taken: the caller goes on record by record).
+        """Fix the schema now, from the previous file's (:meth:`start_from`), when that gives the
+        very same file; how many of ``part``'s records were taken one by one on the way (0 or 1),
+        or -1 when it cannot be decided yet (nothing taken: the caller goes on record by record).
 
         An inferred schema is fixed at ``FREEZE_ROWS`` rows: merged from each record's own, fields
         in order of first appearance. Taking those rows one by one costs a new file ~5 ms on the
-        consuming thread. When all of ``part`` (at least ``FREEZE_ROWS`` records) parses into the
-        previous file's flat schema (no other field, no other type: the parse refuses them), and
-        the first record alone infers exactly that schema (every field, in that order, of that
-        type), then merging the next records cannot change it, so the per-record path would fix
-        this same schema and take these same rows: the schema is fixed now, on one record, and
-        the rest comes from the parse (usually done ahead on the helper thread already).
+        consuming thread. Once the rows held and ``part`` reach ``FREEZE_ROWS``, all of ``part``
+        parses into the previous file's flat schema (no other field, no other type: the parse
+        refuses them), and the rows held so far (at least the first record, taken one by one
+        here) infer exactly that schema (every field, in that order, of that type), merging the
+        next records cannot change it: the per-record path would fix this same schema and take
+        these same rows. So the schema is fixed now, and the rest of ``part`` comes from the parse
+        (usually done ahead on the helper thread). Decided once per file.
         """
-        hint, self._hint = self._hint, None  # one try per file
-        if hint is None or self._pending or len(part) < self._freeze_at() or hint.parser.rows(part) is None:
+        hint = self._hint
+        if hint is None or len(self._pending) + len(part) < self._freeze_at():
             return -1
-        taken = self._write_records(part.slice(0, 1).records())
-        if taken == 1 and self._rows.value.mode == "inferred" and self._rows.value.schema() == hint.avro:
+        self._hint = None
+        if hint.parser.rows(part) is None:
+            return -1
+        taken = 0 if self._pending else self._write_records(part.slice(0, 1).records())
+        if self._pending and self._rows.value.mode == "inferred" and self._rows.value.schema() == hint.avro:
             self._fix()
         return taken
-
     def _cheap_rows(self, batch: Batch) -> pa.Table | None:
         """``batch``'s rows as Arrow, exactly as the per-record path would make them, or None.
 

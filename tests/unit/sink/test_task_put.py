@@ -652,6 +652,20 @@ def test_a_next_file_of_the_same_shape_fixes_its_schema_from_the_previous_one(
     assert results["cheap"]["converted"] == sum(per_file)
 
 
+def test_a_next_file_whose_first_batch_is_short_decides_with_the_next_batch(tmp_path: Path) -> None:
+    """The hint is decided once the rows held and the batch at hand reach FREEZE_ROWS: a file
+    whose first batch brings 600 records takes those one by one, and its schema is fixed from the
+    previous file's with the next batch; the files are the per-record path's, byte for byte."""
+    msgs = messages([row(i) for i in range(4500)])
+    plan = plan_for(StoreFormat.PARQUET, count=1500)
+    puts = list(chunks(msgs, 1500, 600, 1400, 1000))
+    results = sink_all(tmp_path, plan, puts, modes=["cheap", "per-record"])
+    assert len(assert_same(results)["files"]) == 3
+    # file 2 (1500..2999): 600 one by one, fixed with the next 900; file 3 (3000..4499): the
+    # last 500 of that batch one by one, fixed with the next batch
+    assert results["cheap"]["converted"] == 1000 + 600 + 500
+
+
 @pytest.mark.parametrize("next_schema", ["same", "another"])
 def test_a_batch_prefetched_for_a_file_that_is_gone_serves_the_next_file_only_with_its_schema(
     tmp_path: Path, parses: list[tuple[int, str]], next_schema: str
