@@ -259,6 +259,7 @@ class ParquetWriter(RowFileWriter):
         if self._pending and self._rows.value.mode == "inferred" and self._rows.value.schema() == hint.avro:
             self._fix()
         return taken
+
     def _cheap_rows(self, batch: Batch) -> pa.Table | None:
         """``batch``'s rows as Arrow, exactly as the per-record path would make them, or None.
 
