@@ -185,9 +185,30 @@ class FormatWriter(ABC):
 
     def prefetch(self, batch: Batch) -> bool:
         """Start, on the batch's helper thread, what :meth:`append` of ``batch`` can compute
-        ahead (PARQUET: parsing JSON lines into this file's schema); whether anything was. A hint;
-        the default: nothing."""
-        return False
+        ahead (PARQUET: parsing JSON lines into this file's schema); whether anything was. A hint."""
+        ahead = self.prefetcher()
+        if ahead is None:
+            return False
+        ahead(batch)
+        return True
+
+    def successor_hint(self) -> Any:
+        """What this file can tell the partition's next file about its shape (see
+        :meth:`start_from`), or None (the default). Opaque to the caller: only the format reads it."""
+        return None
+
+    def start_from(self, hint: Any) -> None:
+        """Take the partition's previous file's :meth:`successor_hint`, before the first append.
+        A format may use it to fix its schema sooner when that provably gives the very same file
+        (PARQUET: schemaless JSON of the previous file's shape); the default ignores it."""
+        del hint
+
+    def prefetcher(self) -> Callable[[Batch], None] | None:
+        """What :meth:`prefetch` calls, or None while nothing can be computed ahead (the default;
+        PARQUET and AVRO: until the file's schema is fixed). It outlives the file: its results are
+        memoised on the batch by what they depend on (the schema), so the partition's next file,
+        whose own schema is not fixed yet, may start the parse it will most likely want."""
+        return None
 
     @property
     @abstractmethod

@@ -76,12 +76,17 @@ class LineParser:
     Python code, so the checks' dozen small Arrow calls cost far more there than here.
     """
 
-    __slots__ = ("_doubles", "_options", "_schema")
+    __slots__ = ("_checked_key", "_doubles", "_lines_key", "_options", "_schema")
 
     def __init__(self, options: pa_json.ParseOptions, schema: pa.Schema) -> None:
         self._options = options
         self._schema = schema
         self._doubles = [f.name for f in schema if pa.types.is_float64(f.type)]
+        # A batch's parse is memoised by schema, not by parser: the next file of a partition (a
+        # new writer, a new parser, the same inferred schema) takes the parse its predecessor
+        # started ahead, instead of parsing the batch again on the consuming thread.
+        self._lines_key = (_LINES, schema)
+        self._checked_key = (_CHECKED, schema)
 
     def __call__(self, data: bytes) -> pa.Table | None:
         """Arrow's parse of ``data``, unchecked; None when Arrow refuses it."""
@@ -102,13 +107,13 @@ class LineParser:
 
     def checked_batch(self, batch: Batch) -> pa.Table | None:
         """The batch's rows, parsed (or taken from :meth:`parse_batch` run ahead) and checked."""
-        parsed = batch.memo((_LINES, self), self.parse_batch)
+        parsed = batch.memo(self._lines_key, self.parse_batch)
         table = self.checked(parsed.table, ascii_text=parsed.ascii)
         return table if table is not None and table.num_rows == len(batch) else None
 
     def prefetch(self, batch: Batch) -> None:
         """Start :meth:`parse_batch` of ``batch`` on its helper thread (see ``FormatWriter.prefetch``)."""
-        batch.ahead((_LINES, self), self.parse_batch)
+        batch.ahead(self._lines_key, self.parse_batch)
 
     def rows(self, batch: Batch) -> pa.Table | None:
         """``batch``'s rows in the file's schema, exactly as the per-record path makes them, or None.
@@ -118,7 +123,7 @@ class LineParser:
         batch does not fit, the slice alone is tried.
         """
         whole, start = batch.whole()
-        table = whole.memo((_CHECKED, self), self.checked_batch)
+        table = whole.memo(self._checked_key, self.checked_batch)
         if table is not None:
             return table if whole is batch else table.slice(start, len(batch))
         if whole is batch:

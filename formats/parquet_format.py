@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastavro
 import pyarrow as pa
@@ -74,6 +74,8 @@ class ParquetWriter(RowFileWriter):
         self._small_records: list[Record] = []
         self._parser: LineParser | None = None
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
+        self._hint: _Hint | None = None
+        """The partition's previous file's inferred schema and parser (:meth:`start_from`)."""
         self._out: pa.NativeFile | None = None
         self._encoded = 0
         """Bytes Arrow has written to the staging file (as of the last look)."""
@@ -199,6 +201,15 @@ class ParquetWriter(RowFileWriter):
                     return total
                 chunk = part
             else:
+                if self._hint is not None:
+                    try:
+                        hinted = self._fixed_from_hint(part)
+                    except RecordError as exc:
+                        exc.index += done
+                        raise
+                    if hinted >= 0:  # decided: the schema is fixed now, or it is left to the rows
+                        done += hinted
+                        continue
                 want = max(1, self._freeze_at() - len(self._pending)) if self._pending else 1
                 chunk = part.slice(0, want) if want < len(part) else part
             try:
@@ -211,12 +222,43 @@ class ParquetWriter(RowFileWriter):
                 return done  # the next record starts a new file
         return done
 
-    def prefetch(self, batch: Batch) -> bool:
-        parser = self._parser
-        if parser is None:
-            return False
-        parser.prefetch(batch)
-        return True
+    def prefetcher(self) -> Callable[[Batch], None] | None:
+        return None if self._parser is None else self._parser.prefetch
+
+    def successor_hint(self) -> Any:
+        if self._parser is None:
+            return None
+        return _Hint(self._rows.value.schema(), self._parser)
+
+    def start_from(self, hint: Any) -> None:
+        if isinstance(hint, _Hint) and self._schema is None and not self._count:
+            self._hint = hint
+
+    def _fixed_from_hint(self, part: Batch) -> int:
+        """Fix the schema now, from the previous file's (:meth:`start_from`), when that gives the
+        very same file; how many of ``part``'s records were taken one by one on the way (0 or 1),
+        or -1 when it cannot be decided yet (nothing taken: the caller goes on record by record).
+
+        An inferred schema is fixed at ``FREEZE_ROWS`` rows: merged from each record's own, fields
+        in order of first appearance. Taking those rows one by one costs a new file ~5 ms on the
+        consuming thread. Once the rows held and ``part`` reach ``FREEZE_ROWS``, all of ``part``
+        parses into the previous file's flat schema (no other field, no other type: the parse
+        refuses them), and the rows held so far (at least the first record, taken one by one
+        here) infer exactly that schema (every field, in that order, of that type), merging the
+        next records cannot change it: the per-record path would fix this same schema and take
+        these same rows. So the schema is fixed now, and the rest of ``part`` comes from the parse
+        (usually done ahead on the helper thread). Decided once per file.
+        """
+        hint = self._hint
+        if hint is None or len(self._pending) + len(part) < self._freeze_at():
+            return -1
+        self._hint = None
+        if hint.parser.rows(part) is None:
+            return -1
+        taken = 0 if self._pending else self._write_records(part.slice(0, 1).records())
+        if self._pending and self._rows.value.mode == "inferred" and self._rows.value.schema() == hint.avro:
+            self._fix()
+        return taken
 
     def _cheap_rows(self, batch: Batch) -> pa.Table | None:
         """``batch``'s rows as Arrow, exactly as the per-record path would make them, or None.
@@ -335,6 +377,13 @@ class ParquetWriter(RowFileWriter):
                 writer.close()
         finally:
             self._close_native()
+
+
+class _Hint(NamedTuple):
+    """A Parquet file's frozen inferred value schema and its JSON-lines parser, for the next file."""
+
+    avro: Any
+    parser: LineParser
 
 
 _DICTIONARY_SAMPLE = 2048

@@ -123,7 +123,7 @@ class Committer:
 
     def commit_direct(self, bucket: str, staging: Path, final_key: str) -> None:
         """Exactly-once disabled: one upload straight to the final key (Kafka offsets decide replays)."""
-        self.storage.put_file(bucket, final_key, staging, adopt=True)
+        self.storage.put_file(bucket, final_key, staging, adopt=True, etag=False)
 
     def commit_exactly_once(
         self,
@@ -183,9 +183,11 @@ class Committer:
         bucket = index.bucket
         try:
             if self.storage.supports_conditional_writes:
-                self.storage.put_file(bucket, pending.final_key, staging, if_none_match=True, adopt=True)
+                self.storage.put_file(
+                    bucket, pending.final_key, staging, if_none_match=True, adopt=True, etag=False
+                )
             elif self.storage.head(bucket, pending.final_key) is None:  # an owed file on a weak store
-                self.storage.put_file(bucket, pending.final_key, staging, adopt=True)
+                self.storage.put_file(bucket, pending.final_key, staging, adopt=True, etag=False)
         except PreconditionFailed:
             # The key exists: our own earlier PUT (its response lost) or a zombie's, which passed
             # step 1 for this very file: the same records of the same path and offset range.

@@ -63,6 +63,12 @@ log = logging.getLogger(__name__)
 HELD_POLL = 0.01
 """consume() timeout while a batch is held for its prefetch (see :meth:`SinkRuntime.feed`)."""
 
+AHEAD = 2
+"""consume() calls whose prefetched batches are held before the oldest is written: the helper
+thread's work for a batch (an Arrow JSON parse) then has two consume() calls to finish in, not one,
+so a slow slice of the helper's CPU (two cores shared by the consuming thread, librdkafka's and the
+helper) is absorbed instead of waited for."""
+
 REGISTRY_PAUSE = 2.0
 """Seconds a partition waits for an unreachable Schema Registry (``retry.interval`` if shorter)."""
 
@@ -193,8 +199,8 @@ class SinkRuntime:
         """Next offset to hand to the task, per assigned partition (consumed + skipped)."""
         self.committed: dict[TopicPartition, int] = {}
         self.records_in = 0
-        self._held: list[_Run] = []
-        """Runs consumed by the last feed() and prefetched, written by the next one."""
+        self._held: list[list[_Run]] = []
+        """Runs of the last feed() calls (oldest first, at most :data:`AHEAD`), prefetched, unwritten."""
         self._paused: dict[TopicPartition, _Pause] = {}
         self._failure: BaseException | None = None
         self.kafka = KafkaClientLog(
@@ -261,11 +267,14 @@ class SinkRuntime:
         for run in runs:
             for batch in run.batches:
                 prefetched = self.task.prefetch(batch) or prefetched
-        held, self._held = self._held, []
-        self._write(held)
         if prefetched:
-            self._held = runs
-        else:
+            self._held.append(runs)
+            while len(self._held) > AHEAD:
+                self._write(self._held.pop(0))
+        else:  # nothing to wait for: what is held goes first, then these
+            held, self._held = self._held, []
+            for older in held:
+                self._write(older)
             self._write(runs)
         self._check_background()
         self._resume_due()
@@ -380,7 +389,7 @@ class SinkRuntime:
         for tp in tps:
             self.positions.pop(tp, None)
             self._paused[tp] = _Pause(until, reopen or (tp in self._paused and self._paused[tp].reopen), seek)
-        self._held = [run for run in self._held if run.tp not in self._paused]
+        self._drop_held(self._paused)
         self.consumer.pause([KafkaTopicPartition(tp.topic, tp.partition) for tp in tps])
 
     def _resume_due(self) -> None:
@@ -463,10 +472,15 @@ class SinkRuntime:
             )
             self._close(tps)
 
+    def _drop_held(self, tps: set[TopicPartition] | dict[TopicPartition, Any]) -> None:
+        """Held runs of ``tps`` are not written (paused or moved: they are consumed again)."""
+        kept = ([run for run in runs if run.tp not in tps] for runs in self._held)
+        self._held = [runs for runs in kept if runs]
+
     def _forget(self, tps: Sequence[TopicPartition]) -> None:
         """Held batches and pauses of ``tps`` are stale: a rebalance moved them."""
         gone = set(tps)
-        self._held = [run for run in self._held if run.tp not in gone]
+        self._drop_held(gone)
         for tp in gone:
             self._paused.pop(tp, None)
 

@@ -134,12 +134,14 @@ class Storage(ABC):
     @abstractmethod
     def put_file(
         self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None,
-        adopt: bool = False,
+        adopt: bool = False, etag: bool = True,
     ) -> str:
         """Upload a local file (multipart when large) and return the new object's etag.
 
         ``adopt``: the caller hands the (complete, fsynced) file over and will only delete it, never
         change it; a backend on the same file system may then link it instead of copying its bytes.
+        ``etag=False``: the caller does not use the etag, so a backend that would have to compute
+        it (the local one hashes the whole file) may return ``""`` instead; S3 returns it anyway.
         """
 
     @abstractmethod

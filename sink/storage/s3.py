@@ -213,7 +213,7 @@ class S3Storage(Storage):
 
     def put_file(
         self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None,
-        adopt: bool = False,
+        adopt: bool = False, etag: bool = True,
     ) -> str:
         conditions = self._conditions(if_none_match, if_match)
         with map_exceptions(f"put {self.uri(bucket, key)}", _classify):

@@ -44,6 +44,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcql.errors import ConfigError, RecordError, SinkError
 from kcql.model import SinkPlan
@@ -91,6 +92,11 @@ class _PartitionState:
     owed: dict[str, PendingCommit] = field(default_factory=dict)
     """Files the index owes, by slot, that the replay has not re-produced yet (see
     :meth:`SinkTask._write_owed`)."""
+    ahead: Callable[[RecordBatch], None] | None = None
+    """The prefetcher of the partition's latest file that had one (see :meth:`SinkTask.prefetch`)."""
+    hints: dict[str, Any] = field(default_factory=dict)
+    """By slot, what the slot's last committed file tells the next one (``FormatWriter.start_from``);
+    kept for layouts of one file per partition only, so it stays one entry per slot."""
 
     @property
     def partitioner(self) -> Partitioner:
@@ -265,20 +271,28 @@ class SinkTask:
             self._enforce_staging_budget()
 
     def prefetch(self, batch: RecordBatch) -> bool:
-        """Let the file ``batch`` will go to start computing ahead (PARQUET: parsing, on the batch's
-        helper thread); whether anything was started. Only for statements whose layout is one
-        file per partition, when the batch fits that file whole; writes nothing."""
+        """Let the file(s) ``batch`` will go to start computing ahead (PARQUET: parsing, on the
+        batch's helper thread); whether anything was started. Only for statements whose layout is
+        one file per partition; writes nothing.
+
+        The open file's prefetcher is used, else the one of the partition's previous file: a batch
+        that fills the open file and starts the next one, or that arrives before the next file has
+        fixed its schema, is parsed ahead all the same, and the parse is taken by whichever file
+        has that schema (results are memoised by schema; a next file with another schema parses
+        for itself). Without it, each new file's first batches were parsed on the consuming thread.
+        """
         with self._lock:
             state = self._partitions.get(TopicPartition(batch.source_topic, batch.partition))
             if state is None or batch.topic != batch.source_topic or not state.partitioner.is_default:
                 return False
             path, _ = next(state.partitioner.split(batch))  # one slice: the batch itself
             writer = self._pool.get((batch.topic, batch.partition, path))
-            if writer is None or writer.finished or writer.holds_owed_file:
+            if writer is not None and not writer.finished and not writer.holds_owed_file:
+                state.ahead = writer.prefetcher() or state.ahead
+            if state.ahead is None:
                 return False
-            if len(batch) > writer.policy.room(writer.record_count):
-                return False
-            return writer.prefetch(batch)
+            state.ahead(batch)
+            return True
 
     def processed(self, tp: TopicPartition, next_offset: int) -> None:
         """Every record of ``tp`` before ``next_offset`` was handed to :meth:`put` or deliberately
@@ -501,6 +515,9 @@ class SinkTask:
         state = self._partitions.get(tp)
         if state is not None:
             writer.owed = state.owed.get(key[2])
+            hint = state.hints.get(key[2])
+            if hint is not None and writer.owed is None:  # an owed file is re-produced as it was
+                writer.start_from(hint)
         self._pool.add(writer)
         return writer
 
@@ -548,6 +565,11 @@ class SinkTask:
         if writer.broken is not None:  # the staging disk was full: the file may end mid-record
             raise writer.broken
         state = self._partitions[writer.tp]
+        if state.partitioner.is_default:  # the next file's batches may be parsed ahead meanwhile
+            state.ahead = writer.prefetcher() or state.ahead
+            hint = writer.successor_hint()
+            if hint is not None:
+                state.hints[writer.key[2]] = hint
         if background and self.background_commits and not writer.finished:
             failed = self._queue.failure(state.tp)
             if failed is not None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from formats.base import FileFormat
+from formats.base import Batch, FileFormat
 from kcql.errors import RecordError
 from partitioners.base import FileMeta
 from sink.commit.staging import DISK_FULL, StagingFullError, staging_full
@@ -152,9 +152,17 @@ class PartitionWriter:
         self._account(batch, taken)
         return taken
 
-    def prefetch(self, batch: RecordBatch) -> bool:
-        """Let the format start computing ahead for ``batch`` (:meth:`FormatWriter.prefetch`)."""
-        return self._format_writer.prefetch(batch)
+    def successor_hint(self) -> Any:
+        """What the format tells the slot's next file (:meth:`FormatWriter.successor_hint`)."""
+        return self._format_writer.successor_hint()
+
+    def start_from(self, hint: Any) -> None:
+        """Hand the slot's previous file's hint to the format (:meth:`FormatWriter.start_from`)."""
+        self._format_writer.start_from(hint)
+
+    def prefetcher(self) -> Callable[[Batch], None] | None:
+        """What starts the format's work ahead for a batch (:meth:`FormatWriter.prefetcher`)."""
+        return self._format_writer.prefetcher()
 
     def _account(self, batch: RecordBatch, count: int) -> None:
         if count <= 0:

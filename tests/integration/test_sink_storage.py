@@ -43,6 +43,25 @@ def test_put_get_head_list_delete(backend: Backend, tmp_path: Path) -> None:
     assert backend.raw_list() == ["a/c/two.bin"]
 
 
+def test_adopted_file_etag_only_when_asked(backend: Backend, tmp_path: Path) -> None:
+    """A handed-over file's etag is the object's etag when asked for; ``etag=False`` may skip it
+    (the local backend then does not read the file back to hash it), and the object is the same."""
+    st, b = backend.storage, backend.bucket
+    for name, want in (("asked", True), ("skipped", False)):
+        src = tmp_path / f"{name}.bin"
+        src.write_bytes(name.encode() * 1000)
+        etag = st.put_file(b, f"d/{name}.bin", src, if_none_match=True, adopt=True, etag=want)
+        info = st.head(b, f"d/{name}.bin")
+        assert info is not None and info.size == len(name) * 1000
+        assert st.get(b, f"d/{name}.bin").data == name.encode() * 1000
+        if want or backend.kind == "s3":
+            assert etag == info.etag
+        else:
+            assert etag == ""
+    with pytest.raises(PreconditionFailed):  # the skipped etag changes nothing of the condition
+        st.put_file(b, "d/skipped.bin", tmp_path / "asked.bin", if_none_match=True, adopt=True, etag=False)
+
+
 def test_conditional_put(backend: Backend) -> None:
     st, b = backend.storage, backend.bucket
     first = st.put_bytes(b, ".idx/p.json", b"1", if_none_match=True)

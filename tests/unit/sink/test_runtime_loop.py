@@ -25,7 +25,7 @@ from kcql.errors import SinkError
 from sink.config.files import parse_connector_config
 from sink.records.batch import RecordBatch
 from sink.records.record import TopicPartition
-from sink.runtime.loop import RuntimeOptions, SinkRuntime, TaskFailedError
+from sink.runtime.loop import AHEAD, RuntimeOptions, SinkRuntime, TaskFailedError
 from sink.storage.base import AccessDenied
 
 TP = TopicPartition("t", 0)
@@ -262,17 +262,29 @@ def test_only_the_partitions_kafka_accepted_are_recorded_as_committed(clock: Clo
     assert runtime.committed == {TP: 103, OTHER: 102}
 
 
-def test_prefetched_batches_are_put_after_the_next_consume_and_in_order() -> None:
+def test_prefetched_batches_are_put_after_the_next_consumes_and_in_order() -> None:
     task = ScriptedTask(prefetches=True)
     runtime, consumer = runtime_with(task)
     consumer.assign_now(TP)
-    runtime.feed(messages(TP, range(100, 103)))
-    assert task.prefetched == [[100, 101, 102]] and task.put_offsets == []  # held while the next is fetched
-    runtime.feed(messages(TP, range(103, 105)))
-    assert task.put_offsets == [[100, 101, 102]]
+    fed = [list(range(100 + 2 * i, 102 + 2 * i)) for i in range(AHEAD + 2)]
+    for i, offsets in enumerate(fed):
+        runtime.feed(messages(TP, offsets))
+        assert task.prefetched == fed[: i + 1]
+        # held while the next AHEAD consumes are fetched, then put oldest first
+        assert task.put_offsets == fed[: max(0, i + 1 - AHEAD)]
     runtime.feed([])  # an empty consume() writes what is held: nothing waits on an idle topic
-    assert task.put_offsets == [[100, 101, 102], [103, 104]]
-    assert runtime.positions[TP] == 105
+    assert task.put_offsets == fed
+    assert runtime.positions[TP] == fed[-1][-1] + 1
+
+
+def test_what_is_held_goes_before_a_batch_not_prefetched() -> None:
+    task = ScriptedTask(prefetches=True)
+    runtime, consumer = runtime_with(task)
+    consumer.assign_now(TP)
+    runtime.feed(messages(TP, [100, 101]))
+    task.prefetches = False
+    runtime.feed(messages(TP, [102]))
+    assert task.put_offsets == [[100, 101], [102]]
 
 
 def test_batches_not_prefetched_are_put_at_once() -> None:

@@ -64,7 +64,7 @@ class MemoryStorage(Storage):
 
     def put_file(
         self, bucket: str, key: str, path: Path, *, if_none_match: bool = False, if_match: str | None = None,
-        adopt: bool = False,
+        adopt: bool = False, etag: bool = True,
     ) -> str:
         return self._store(key, Path(path).read_bytes(), if_none_match, if_match)
 

@@ -589,12 +589,93 @@ def test_prefetch_parses_ahead_on_the_helper_thread_for_the_open_parquet_file(
     assert assert_same({"cheap": cheap, **results}, same_bytes=False)["files"]
 
 
-def test_a_batch_prefetched_for_a_file_that_is_gone_is_parsed_for_the_new_one(
+def test_a_new_file_takes_a_parse_started_before_its_schema_was_fixed(
     tmp_path: Path, parses: list[tuple[int, str]]
 ) -> None:
-    """The file it was prefetched for was committed meanwhile (the timer, a rebalance): that
-    parse belongs to another file's schema and must not be used."""
+    """A file closes at flush.count; the next file holds its first rows per record until its
+    schema is fixed, so it has no parser of its own yet. A batch consumed meanwhile is parsed
+    ahead with the partition's previous prefetcher, and the next file, whose schema comes out the
+    same, takes that parse instead of parsing the batch on the consuming thread."""
+    msgs = messages([row(i) for i in range(3000)])
+    plan = plan_for(StoreFormat.PARQUET, count=1500)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead") as executor:
+        feeder = Feeder(tmp_path / "cheap", plan, "cheap", executor=executor)
+        feeder.put(msgs[:1000])  # the first file fixes its schema
+        parses.clear()
+        (fills,) = feeder.batches(msgs[1000:2000])
+        feeder.put_batch(fills)  # the first file is committed at 1500; the next one holds 500 rows
+        (later,) = feeder.batches(msgs[2000:3000])
+        assert feeder.task.prefetch(later)
+        feeder.put_batch(later)
+        cheap = feeder.finish()
+    assert [(lines, name.startswith("ahead")) for lines, name in parses] == [(1000, False), (1000, True)]
+    results = sink_all(tmp_path, plan, [msgs], modes=["per-record"])
+    assert assert_same({"cheap": cheap, **results}, same_bytes=False)["files"]
+
+
+def _next_file_rows(i: int, case: str) -> bytes:
+    """Rows of the second PARQUET file (offsets 1500..2999) for the hint tests."""
+    if case == "new field at row 500" and i == 2000:
+        return row(i, note="x")  # merged into the schema while it is not fixed yet
+    if case == "first row lacks a field" and i == 1500:
+        return json.dumps({"id": i, "amount": i + 0.5}).encode()  # name comes last in this file
+    if case == "first amount is whole" and i == 1500:
+        return json.dumps({"id": i, "name": f"n{i}é", "amount": 7}).encode()  # a long until merged
+    return row(i)
+
+
+@pytest.mark.parametrize(
+    "case", ["same shape", "new field at row 500", "first row lacks a field", "first amount is whole"]
+)
+def test_a_next_file_of_the_same_shape_fixes_its_schema_from_the_previous_one(
+    tmp_path: Path, case: str
+) -> None:
+    """A PARQUET file of schemaless JSON fixes its inferred schema after FREEZE_ROWS records, taken
+    one by one. Its successor starts from its schema when that provably changes nothing: the whole
+    batch parses into it and the first record alone infers it. Then one record is converted, not
+    1,000; whenever the first 1,000 could merge into another schema (a new field, another field
+    order, a long that later becomes a double), the hint is not used. Either way the files are the
+    per-record path's, byte for byte."""
+    msgs = messages([_next_file_rows(i, case) for i in range(4500)])
+    plan = plan_for(StoreFormat.PARQUET, count=1500)
+    results = sink_all(tmp_path, plan, list(chunks(msgs, 1500, 1500, 1500)), modes=["cheap", "per-record"])
+    assert len(assert_same(results)["files"]) == 3
+    # records converted one by one per file: 1,000 until the schema is fixed, 1 with the hint. The
+    # third file's hint is the second file's schema: with "note", or with name last, it does not
+    # fit a first record without them; the whole amount's file merged to the first one's schema
+    per_file = {
+        "same shape": (1000, 1, 1),
+        "new field at row 500": (1000, 1000, 1000),
+        "first row lacks a field": (1000, 1000, 1000),
+        "first amount is whole": (1000, 1000, 1),
+    }[case]
+    assert results["cheap"]["converted"] == sum(per_file)
+
+
+def test_a_next_file_whose_first_batch_is_short_decides_with_the_next_batch(tmp_path: Path) -> None:
+    """The hint is decided once the rows held and the batch at hand reach FREEZE_ROWS: a file
+    whose first batch brings 600 records takes those one by one, and its schema is fixed from the
+    previous file's with the next batch; the files are the per-record path's, byte for byte."""
+    msgs = messages([row(i) for i in range(4500)])
+    plan = plan_for(StoreFormat.PARQUET, count=1500)
+    puts = list(chunks(msgs, 1500, 600, 1400, 1000))
+    results = sink_all(tmp_path, plan, puts, modes=["cheap", "per-record"])
+    assert len(assert_same(results)["files"]) == 3
+    # file 2 (1500..2999): 600 one by one, fixed with the next 900; file 3 (3000..4499): the
+    # last 500 of that batch one by one, fixed with the next batch
+    assert results["cheap"]["converted"] == 1000 + 600 + 500
+
+
+@pytest.mark.parametrize("next_schema", ["same", "another"])
+def test_a_batch_prefetched_for_a_file_that_is_gone_serves_the_next_file_only_with_its_schema(
+    tmp_path: Path, parses: list[tuple[int, str]], next_schema: str
+) -> None:
+    """The file it was prefetched for was committed meanwhile (the timer, a rebalance). Parses
+    are memoised by schema: a next file of the same schema takes that parse; one whose rows fixed
+    another schema (one more field) must not, and parses the batch into its own."""
     msgs = messages([row(i) for i in range(2200)])
+    extra = {} if next_schema == "same" else {"note": "x"}
+    refill = messages([row(i, **extra) for i in range(1000, 2000)], first=1000)
     plan = plan_for(StoreFormat.PARQUET, count=5000)
     with ThreadPoolExecutor(max_workers=1) as executor:
         feeder = Feeder(tmp_path, plan, "cheap", executor=executor)
@@ -603,11 +684,14 @@ def test_a_batch_prefetched_for_a_file_that_is_gone_is_parsed_for_the_new_one(
         assert feeder.task.prefetch(batch)
         feeder.task.close([TP])  # commits the file
         feeder.open(TP)
-        feeder.put(msgs[1000:2000])  # a new file, its schema fixed anew
+        feeder.put(refill)  # a new file, its schema fixed anew
         feeder.put_batch(batch)
         result = feeder.finish()
-    assert [lines for lines, _ in parses] == [100, 100]
-    assert sum(len(rows) for _, rows in result["files"].values()) == 2100
+    assert [lines for lines, _ in parses] == ([100] if next_schema == "same" else [100, 100])
+    assert [len(rows) for _, rows in result["files"].values()] == [1000, 1100]
+    last = max(result["files"].values(), key=lambda content: len(content[1]))[1]
+    assert [r["id"] for r in last] == list(range(1000, 2100))
+    assert all(r.get("note") == ("x" if extra and r["id"] < 2000 else None) for r in last)
 
 
 def test_prefetch_is_a_no_op_where_nothing_can_be_computed_ahead(tmp_path: Path) -> None:
@@ -624,7 +708,8 @@ def test_prefetch_is_a_no_op_where_nothing_can_be_computed_ahead(tmp_path: Path)
             feeder.put(msgs[:500])
             assert prefetch(msgs[500:510]) is False  # the schema is not fixed yet
             feeder.put(msgs[500:1000])
-            assert prefetch(msgs[1000:1200]) is False  # 200 rows do not fit the file's room of 100
+            # 200 rows fill the file's room of 100 and start the next file: parsed for both
+            assert prefetch(msgs[1000:1200]) is True
             assert prefetch(msgs[1000:1100]) is True
             (other,) = feeder.batches(messages([row(0)], partition=7))
             assert feeder.task.prefetch(other) is False  # not open here
