@@ -115,21 +115,35 @@ def measure(
                 run.stop()
             files = sum(1 for key in h.s3_keys(client, bucket, "") if is_data_key(key, name))
             out["protocols"][protocol] = summarise(
-                proxy.operations_of(bucket), proxy.operations_of(bucket, by_area=True), files, data.records
+                proxy.operations_of(bucket), proxy.operations_of(bucket, by_area=True), files, data.records,
+                partitions=len(data.ends),
             )
     return out
 
 
-def summarise(requests: Counter[str], by_area: Counter[str], files: int, records: int) -> dict[str, Any]:
-    """Per-file and per-million-record figures of one run's request counts."""
+def startup_requests(by_area: Counter[str] | dict[str, int], partitions: int) -> int:
+    """Requests a run makes whatever it commits: every bucket-level one (HeadBucket at start, the
+    LISTs of temporary uploads at open), the index reads at open, and one index write per
+    partition at open (the take-over that raises the epoch). The rest are the commits'."""
+    bucket = sum(n for area, n in by_area.items() if area.startswith("bucket:"))
+    return bucket + by_area.get("index:GetObject", 0) + partitions
+
+
+def summarise(
+    requests: Counter[str], by_area: Counter[str], files: int, records: int, *, partitions: int
+) -> dict[str, Any]:
+    """Per-file and per-million-record figures of one run's request counts; ``per_file["commit"]``
+    leaves out the run's :func:`startup_requests`."""
     total = sum(requests.values())
     usd = sum(n * price_per_request(op) for op, n in requests.items())
+    startup = startup_requests(by_area, partitions)
     return {
         "files": files,
         "requests": dict(sorted(requests.items())),
         "by_area": dict(sorted(by_area.items())),
+        "startup_requests": startup,
         "per_file": {**{op: round(n / files, 3) for op, n in sorted(requests.items())},
-                     "total": round(total / files, 3)},
+                     "total": round(total / files, 3), "commit": round((total - startup) / files, 3)},
         "per_million_records": {**{op: round(n * 1e6 / records) for op, n in sorted(requests.items())},
                                 "total": round(total * 1e6 / records)},
         "usd_per_million_records": round(usd * 1e6 / records, 6),
@@ -144,7 +158,7 @@ def table(result: dict[str, Any]) -> str:
     lines = [f"{'per committed file':<24}" + "".join(f"{n:>14}" for n in names)]
     lines.extend(
         f"{op:<24}" + "".join(f"{protocols[n]['per_file'].get(op, 0):>14}" for n in names)
-        for op in [*operations, "total"]
+        for op in [*operations, "total", "commit"]
     )
     lines.append(f"{'files':<24}" + "".join(f"{protocols[n]['files']:>14}" for n in names))
     lines.append(f"{'requests / 1M records':<24}"
