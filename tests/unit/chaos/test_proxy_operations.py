@@ -99,7 +99,17 @@ def test_operation_names_and_prices() -> None:
 def test_summary_per_file_and_per_million_records() -> None:
     from collections import Counter
 
-    summary = summarise(Counter({"PutObject": 30, "HeadObject": 10}), Counter(), files=10, records=1000)
-    assert summary["per_file"] == {"HeadObject": 1.0, "PutObject": 3.0, "total": 4.0}
+    by_area = Counter(
+        {"bucket:HeadBucket": 1, "index:GetObject": 2, "index:PutObject": 22, "data:PutObject": 10}
+    )
+    requests = Counter({"HeadBucket": 1, "GetObject": 2, "PutObject": 32})
+    summary = summarise(requests, by_area, files=10, records=1000, partitions=2)
+    # start-up: HEAD bucket, an index GET and a take-over PUT per partition; the rest is 3 per file
+    assert summary["startup_requests"] == 5
+    assert summary["per_file"] == {"GetObject": 0.2, "HeadBucket": 0.1, "PutObject": 3.2, "total": 3.5,
+                                   "commit": 3.0}
+    summary = summarise(Counter({"PutObject": 30, "HeadObject": 10}), Counter(), files=10, records=1000,
+                        partitions=0)
+    assert summary["per_file"] == {"HeadObject": 1.0, "PutObject": 3.0, "total": 4.0, "commit": 4.0}
     assert summary["per_million_records"]["total"] == 40_000
     assert summary["usd_per_million_records"] == pytest.approx((30 * 0.005 + 10 * 0.0004) / 1000 * 1000)
