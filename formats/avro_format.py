@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,7 @@ class AvroWriter(RowFileWriter):
         """Records written as they came (pass-through), for tests and diagnostics."""
         self._init_arrow()
 
-    def prefetcher(self) -> Callable[[Batch], None] | None:
+    def prefetch(self, batch: Batch) -> bool:
         """On the helper thread, while the consumer fetches the next messages: parse a schemaless
         batch's JSON lines (column-wise path; Arrow parses without the GIL).
 
@@ -114,7 +114,10 @@ class AvroWriter(RowFileWriter):
         operations on a couple of thousand positions each, which hold the GIL for most of their
         time, so on the helper thread it ran no faster and the hand-off (the future, the held
         batch, the consumer waiting for the GIL) cost more than the check itself."""
-        return None if self._lines is None else self._lines.prefetch
+        if self._lines is not None:
+            self._lines.prefetch(batch)
+            return True
+        return False
 
     def append(self, batch: Batch) -> int:
         if self._rows.envelope is None and not self._pending:

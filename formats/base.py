@@ -185,12 +185,10 @@ class FormatWriter(ABC):
 
     def prefetch(self, batch: Batch) -> bool:
         """Start, on the batch's helper thread, what :meth:`append` of ``batch`` can compute
-        ahead (PARQUET: parsing JSON lines into this file's schema); whether anything was. A hint."""
-        ahead = self.prefetcher()
-        if ahead is None:
-            return False
-        ahead(batch)
-        return True
+        ahead (PARQUET: parsing JSON lines into this file's schema); whether anything was. A hint;
+        the default: nothing. Results are memoised on the batch by what they depend on (PARQUET:
+        the schema), so another file of the same schema may take them."""
+        return False
 
     def successor_hint(self) -> Any:
         """What this file can tell the partition's next file about its shape (see
@@ -202,13 +200,6 @@ class FormatWriter(ABC):
         A format may use it to fix its schema sooner when that provably gives the very same file
         (PARQUET: schemaless JSON of the previous file's shape); the default ignores it."""
         del hint
-
-    def prefetcher(self) -> Callable[[Batch], None] | None:
-        """What :meth:`prefetch` calls, or None while nothing can be computed ahead (the default;
-        PARQUET and AVRO: until the file's schema is fixed). It outlives the file: its results are
-        memoised on the batch by what they depend on (the schema), so the partition's next file,
-        whose own schema is not fixed yet, may start the parse it will most likely want."""
-        return None
 
     @property
     @abstractmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -222,8 +222,14 @@ class ParquetWriter(RowFileWriter):
                 return done  # the next record starts a new file
         return done
 
-    def prefetcher(self) -> Callable[[Batch], None] | None:
-        return None if self._parser is None else self._parser.prefetch
+    def prefetch(self, batch: Batch) -> bool:
+        # until this file's schema is fixed, the previous file's parser: the parse it will most
+        # likely want (memoised by schema, so it is taken only if the schema comes out the same)
+        parser = self._parser or (self._hint.parser if self._hint is not None else None)
+        if parser is None:
+            return False
+        parser.prefetch(batch)
+        return True
 
     def successor_hint(self) -> Any:
         if self._parser is None:

@@ -92,8 +92,6 @@ class _PartitionState:
     owed: dict[str, PendingCommit] = field(default_factory=dict)
     """Files the index owes, by slot, that the replay has not re-produced yet (see
     :meth:`SinkTask._write_owed`)."""
-    ahead: Callable[[RecordBatch], None] | None = None
-    """The prefetcher of the partition's latest file that had one (see :meth:`SinkTask.prefetch`)."""
     hints: dict[str, Any] = field(default_factory=dict)
     """By slot, what the slot's last committed file tells the next one (``FormatWriter.start_from``);
     kept for layouts of one file per partition only, so it stays one entry per slot."""
@@ -275,11 +273,11 @@ class SinkTask:
         batch's helper thread); whether anything was started. Only for statements whose layout is
         one file per partition; writes nothing.
 
-        The open file's prefetcher is used, else the one of the partition's previous file: a batch
-        that fills the open file and starts the next one, or that arrives before the next file has
-        fixed its schema, is parsed ahead all the same, and the parse is taken by whichever file
-        has that schema (results are memoised by schema; a next file with another schema parses
-        for itself). Without it, each new file's first batches were parsed on the consuming thread.
+        A batch that fills the open file and starts the next one is parsed ahead all the same:
+        the parse is memoised by schema, so the next file takes it if its schema comes out the
+        same; and a next file whose schema is not fixed yet parses ahead with its predecessor's
+        parser (``FormatWriter.start_from``). Before, each new file's first batches were parsed
+        on the consuming thread.
         """
         with self._lock:
             state = self._partitions.get(TopicPartition(batch.source_topic, batch.partition))
@@ -287,12 +285,9 @@ class SinkTask:
                 return False
             path, _ = next(state.partitioner.split(batch))  # one slice: the batch itself
             writer = self._pool.get((batch.topic, batch.partition, path))
-            if writer is not None and not writer.finished and not writer.holds_owed_file:
-                state.ahead = writer.prefetcher() or state.ahead
-            if state.ahead is None:
+            if writer is None or writer.finished or writer.holds_owed_file:
                 return False
-            state.ahead(batch)
-            return True
+            return writer.prefetch(batch)
 
     def processed(self, tp: TopicPartition, next_offset: int) -> None:
         """Every record of ``tp`` before ``next_offset`` was handed to :meth:`put` or deliberately
@@ -565,8 +560,7 @@ class SinkTask:
         if writer.broken is not None:  # the staging disk was full: the file may end mid-record
             raise writer.broken
         state = self._partitions[writer.tp]
-        if state.partitioner.is_default:  # the next file's batches may be parsed ahead meanwhile
-            state.ahead = writer.prefetcher() or state.ahead
+        if state.partitioner.is_default:
             hint = writer.successor_hint()
             if hint is not None:
                 state.hints[writer.key[2]] = hint

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from formats.base import Batch, FileFormat
+from formats.base import FileFormat
 from kcql.errors import RecordError
 from partitioners.base import FileMeta
 from sink.commit.staging import DISK_FULL, StagingFullError, staging_full
@@ -160,9 +160,9 @@ class PartitionWriter:
         """Hand the slot's previous file's hint to the format (:meth:`FormatWriter.start_from`)."""
         self._format_writer.start_from(hint)
 
-    def prefetcher(self) -> Callable[[Batch], None] | None:
-        """What starts the format's work ahead for a batch (:meth:`FormatWriter.prefetcher`)."""
-        return self._format_writer.prefetcher()
+    def prefetch(self, batch: RecordBatch) -> bool:
+        """Let the format start computing ahead for ``batch`` (:meth:`FormatWriter.prefetch`)."""
+        return self._format_writer.prefetch(batch)
 
     def _account(self, batch: RecordBatch, count: int) -> None:
         if count <= 0:
