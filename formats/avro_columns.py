@@ -20,7 +20,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.ma  # imported with this module, not on the first batch (see below)
 import pyarrow as pa
+
+# pa.array(ndarray) asks whether its argument is a numpy.ma.MaskedArray, and numpy imports
+# numpy.ma lazily on that first attribute access: ~15 ms inside the first batch's decoding (its
+# latency, and a benchmark's timed window), where importing it above puts it at start-up.
 
 __all__ = ["FlatField", "decode_columns", "flat_fields"]
 

@@ -23,6 +23,7 @@ built (and a value that converts to null is skipped by the runtime through
 from __future__ import annotations
 
 import codecs
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from typing import Literal, Protocol
@@ -106,6 +107,27 @@ class BatchBuilder:
         self._json = cheap and type(value) is JsonConverter and not value.schemas_enable
         self._avro: AvroConverter | None = value if cheap and type(value) is AvroConverter else None
         self._convert: Convert = converter.convert if null_values == "write" else self._convert_null
+
+    def warm_up(self, topics: Sequence[str]) -> threading.Thread | None:
+        """Prepare the Avro converters' schemas of ``topics`` (subjects ``<topic>-value`` and
+        ``<topic>-key``) on a thread of their own while the consumer joins its group, so the
+        first batch does not wait for the Schema Registry (:meth:`AvroConverter.warm_up`).
+        Returns the thread, or ``None`` when no converter reads Avro."""
+        jobs = [
+            (converter, [f"{topic}-{part}" for topic in topics])
+            for converter, part in ((self.converter.value, "value"), (self.converter.key, "key"))
+            if isinstance(converter, AvroConverter)
+        ]
+        if not jobs or not topics:
+            return None
+
+        def warm() -> None:
+            for converter, subjects in jobs:
+                converter.warm_up(subjects)
+
+        thread = threading.Thread(target=warm, name="kcql-sink-registry-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     def _convert_null(self, msg: Message) -> SinkRecord:
         record = self.converter.convert(msg)

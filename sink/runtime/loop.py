@@ -243,6 +243,8 @@ class SinkRuntime:
                 self.errors.dlq_context_headers, self.errors.dlq_replication_factor,
             )
             self.task.before_commit = self.policy.dlq.flush  # dead letters durable before files
+        # while the consumer joins its group: the registry's schemas for the first batch
+        self.builder.warm_up([topic for topic in self.subscription if not topic.startswith("^")])
         conf = consumer_config(self.cfg, self.options.bootstrap)
         self.assignments = AssignmentLog(conf)
         self.consumer = consumer if consumer is not None else Consumer(conf | self.kafka.settings())
