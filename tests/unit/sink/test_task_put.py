@@ -357,8 +357,10 @@ def test_parquet_takes_the_cheap_form_only_once_the_schema_is_fixed(tmp_path: Pa
         results = sink_all(tmp_path / str(len(puts)), plan, puts)
         reference = assert_same(results, same_bytes=False)
         assert list(reference["files"]) == ["pre/t/0/000000001299_10000_11299.parquet"]
-        # the rows that fix the file's schema go one by one, whatever the batches; the rest as text
-        assert results["cheap"]["converted"] == 1000
+        # the rows held one by one until they and the batch at hand reach 1,000 (the 10 of the
+        # first put; the first record of a single put), whose schema the rest of the batch
+        # parses into, which fixes it; the rest as text
+        assert results["cheap"]["converted"] == (10 if len(puts) == 3 else 1)
 
 
 def test_parquet_files_roll_over_with_the_schema_fixed_anew_as_per_record(
@@ -614,7 +616,9 @@ def test_a_new_file_takes_a_parse_started_before_its_schema_was_fixed(
 
 
 def _next_file_rows(i: int, case: str) -> bytes:
-    """Rows of the second PARQUET file (offsets 1500..2999) for the hint tests."""
+    """Rows of the three PARQUET files (offsets 0..4499, 1,500 each) for the hint tests."""
+    if case == "first file's first amount is whole" and i == 0:
+        return json.dumps({"id": i, "name": f"n{i}é", "amount": 7}).encode()
     if case == "new field at row 500" and i == 2000:
         return row(i, note="x")  # merged into the schema while it is not fixed yet
     if case == "first row lacks a field" and i == 1500:
@@ -625,13 +629,21 @@ def _next_file_rows(i: int, case: str) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "case", ["same shape", "new field at row 500", "first row lacks a field", "first amount is whole"]
+    "case",
+    [
+        "same shape",
+        "new field at row 500",
+        "first row lacks a field",
+        "first amount is whole",
+        "first file's first amount is whole",
+    ],
 )
 def test_a_next_file_of_the_same_shape_fixes_its_schema_from_the_previous_one(
     tmp_path: Path, case: str
 ) -> None:
     """A PARQUET file of schemaless JSON fixes its inferred schema after FREEZE_ROWS records, taken
-    one by one. Its successor starts from its schema when that provably changes nothing: the whole
+    one by one. It starts from a hint when that provably changes nothing: its successor from its
+    schema, any file (the first of a partition too) from its own first record's, when the whole
     batch parses into it and the first record alone infers it. Then one record is converted, not
     1,000; whenever the first 1,000 could merge into another schema (a new field, another field
     order, a long that later becomes a double), the hint is not used. Either way the files are the
@@ -640,14 +652,17 @@ def test_a_next_file_of_the_same_shape_fixes_its_schema_from_the_previous_one(
     plan = plan_for(StoreFormat.PARQUET, count=1500)
     results = sink_all(tmp_path, plan, list(chunks(msgs, 1500, 1500, 1500)), modes=["cheap", "per-record"])
     assert len(assert_same(results)["files"]) == 3
-    # records converted one by one per file: 1,000 until the schema is fixed, 1 with the hint. The
-    # third file's hint is the second file's schema: with "note", or with name last, it does not
-    # fit a first record without them; the whole amount's file merged to the first one's schema
+    # records converted one by one per file: 1 when the schema is fixed from a hint (the first
+    # file's own first record's, a next file's the previous file's or its own first record's),
+    # 1,000 when neither fits. The second file's first 1,000 merge into another schema than its
+    # first record's (a new field, the field left out coming last, a long becoming a double), so
+    # neither hint is taken; the third file's first record infers the schema of all its rows
     per_file = {
-        "same shape": (1000, 1, 1),
-        "new field at row 500": (1000, 1000, 1000),
-        "first row lacks a field": (1000, 1000, 1000),
-        "first amount is whole": (1000, 1000, 1),
+        "same shape": (1, 1, 1),
+        "new field at row 500": (1, 1000, 1),
+        "first row lacks a field": (1, 1000, 1),
+        "first amount is whole": (1, 1000, 1),
+        "first file's first amount is whole": (1000, 1, 1),
     }[case]
     assert results["cheap"]["converted"] == sum(per_file)
 
@@ -661,9 +676,25 @@ def test_a_next_file_whose_first_batch_is_short_decides_with_the_next_batch(tmp_
     puts = list(chunks(msgs, 1500, 600, 1400, 1000))
     results = sink_all(tmp_path, plan, puts, modes=["cheap", "per-record"])
     assert len(assert_same(results)["files"]) == 3
-    # file 2 (1500..2999): 600 one by one, fixed with the next 900; file 3 (3000..4499): the
-    # last 500 of that batch one by one, fixed with the next batch
-    assert results["cheap"]["converted"] == 1000 + 600 + 500
+    # file 1: its first record, the rest of the batch parsed into its schema; file 2
+    # (1500..2999): 600 one by one, fixed with the next 900; file 3 (3000..4499): the last 500 of
+    # that batch one by one, fixed with the next batch
+    assert results["cheap"]["converted"] == 1 + 600 + 500
+
+
+def test_a_next_file_after_a_file_of_nested_rows_does_not_try_its_first_record(
+    tmp_path: Path, parses: list[tuple[int, str]]
+) -> None:
+    """A file whose rows infer a schema no line parser takes (a nested record) hands its successor
+    no parser: the next file's rows most likely are nested too, so its own first record's schema
+    is not tried either, even when that record alone is flat (a parse that would be refused)."""
+    values = [json.dumps({"id": i, "inner": {"x": i}}).encode() for i in range(3000)]
+    values[1500] = json.dumps({"id": 1500}).encode()  # the second file's first record is flat
+    msgs = messages(values)
+    plan = plan_for(StoreFormat.PARQUET, count=1500)
+    results = sink_all(tmp_path, plan, list(chunks(msgs, 1500, 1500)), modes=["cheap", "per-record"])
+    assert len(assert_same(results)["files"]) == 2
+    assert parses == []
 
 
 @pytest.mark.parametrize("next_schema", ["same", "another"])
@@ -687,7 +718,10 @@ def test_a_batch_prefetched_for_a_file_that_is_gone_serves_the_next_file_only_wi
         feeder.put(refill)  # a new file, its schema fixed anew
         feeder.put_batch(batch)
         result = feeder.finish()
-    assert [lines for lines, _ in parses] == ([100] if next_schema == "same" else [100, 100])
+    # each file's first batch of 1,000 is parsed to fix its schema from its first record's; the
+    # batch prefetched meanwhile (100) serves the next file only when its schema is the same
+    expected = [1000, 100, 1000] if next_schema == "same" else [1000, 100, 1000, 100]
+    assert [lines for lines, _ in parses] == expected
     assert [len(rows) for _, rows in result["files"].values()] == [1000, 1100]
     last = max(result["files"].values(), key=lambda content: len(content[1]))[1]
     assert [r["id"] for r in last] == list(range(1000, 2100))
