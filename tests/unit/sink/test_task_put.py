@@ -22,6 +22,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Message
@@ -100,12 +101,16 @@ def _loads(line: bytes) -> Any:
 
 
 def decoded(files: dict[str, bytes]) -> dict[str, Any]:
-    """Each object's records, read by independent readers (pyarrow; the json module per line)."""
+    """Each object's records, read by independent readers (pyarrow; fastavro; the json module
+    per line)."""
     out: dict[str, Any] = {}
     for key, data in files.items():
         if key.endswith(".parquet"):
             table = pq.read_table(io.BytesIO(data))
             out[key] = (table.schema.to_string(show_schema_metadata=False), comparable(table.to_pylist()))
+        elif key.endswith(".avro"):
+            reader = fastavro.reader(io.BytesIO(data))
+            out[key] = (json.dumps(reader.writer_schema, sort_keys=True), comparable(list(reader)))
         else:
             text = gzip.decompress(data) if key.endswith(".gz") else data
             assert text.endswith(b"\n")
@@ -638,18 +643,19 @@ def _next_file_rows(i: int, case: str) -> bytes:
         "first file's first amount is whole",
     ],
 )
+@pytest.mark.parametrize("fmt", [StoreFormat.PARQUET, StoreFormat.AVRO], ids=lambda f: f.value)
 def test_a_next_file_of_the_same_shape_fixes_its_schema_from_the_previous_one(
-    tmp_path: Path, case: str
+    tmp_path: Path, case: str, fmt: StoreFormat
 ) -> None:
-    """A PARQUET file of schemaless JSON fixes its inferred schema after FREEZE_ROWS records, taken
-    one by one. It starts from a hint when that provably changes nothing: its successor from its
-    schema, any file (the first of a partition too) from its own first record's, when the whole
-    batch parses into it and the first record alone infers it. Then one record is converted, not
-    1,000; whenever the first 1,000 could merge into another schema (a new field, another field
-    order, a long that later becomes a double), the hint is not used. Either way the files are the
-    per-record path's, byte for byte."""
+    """A PARQUET or AVRO file of schemaless JSON fixes its inferred schema after FREEZE_ROWS
+    records, taken one by one. It starts from a hint when that provably changes nothing: any file
+    (the first of a partition too) from its own first record's schema, a PARQUET file also from
+    its predecessor's, when the whole batch parses into it and the first record alone infers it.
+    Then one record is converted, not 1,000; whenever the first 1,000 could merge into another
+    schema (a new field, another field order, a long that later becomes a double), the hint is not
+    used. Either way the files are the per-record path's, byte for byte."""
     msgs = messages([_next_file_rows(i, case) for i in range(4500)])
-    plan = plan_for(StoreFormat.PARQUET, count=1500)
+    plan = plan_for(fmt, count=1500)
     results = sink_all(tmp_path, plan, list(chunks(msgs, 1500, 1500, 1500)), modes=["cheap", "per-record"])
     assert len(assert_same(results)["files"]) == 3
     # records converted one by one per file: 1 when the schema is fixed from a hint (the first
