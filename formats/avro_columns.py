@@ -102,7 +102,13 @@ def _fixed(buf: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarr
 
 
 def decode_columns(
-    data: bytes, starts: np.ndarray, ends: np.ndarray, fields: Sequence[FlatField], schema: pa.Schema
+    data: bytes,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    fields: Sequence[FlatField],
+    schema: pa.Schema,
+    *,
+    padded: bool = False,
 ) -> pa.RecordBatch | None:
     """Decode the bodies ``data[starts[i]:ends[i]]`` into one batch of ``schema``, or ``None``.
 
@@ -111,8 +117,10 @@ def decode_columns(
         starts, ends: int64 arrays, where each body starts and ends in ``data``.
         fields: :func:`flat_fields` of the writer schema the bodies were written with.
         schema: the Arrow schema of that Avro schema (:func:`formats.arrow_schema.avro_to_arrow`).
+        padded: ``data`` already ends with ``_PAD`` zero bytes after the last body (as values
+            joined by :func:`sink.records.avro_values.join_values` do): not copied to add them.
     """
-    buf = np.frombuffer(data + bytes(_PAD), dtype=np.uint8)
+    buf = np.frombuffer(data if padded else data + bytes(_PAD), dtype=np.uint8)
     count = len(starts)
     pos = starts.astype(np.int64, copy=True)
     try:

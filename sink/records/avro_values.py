@@ -54,6 +54,9 @@ class Joined:
         self.ends = ends
         """int64: value ``i`` is ``data[starts[i]:ends[i]]``."""
 
+    def __len__(self) -> int:
+        return len(self.ends)
+
 
 def join_values(values: list[bytes]) -> Joined:
     """``values`` (no tombstones) joined, with where each starts and ends."""
@@ -121,13 +124,20 @@ def avro_runs(values: Sequence[bytes | None]) -> list[AvroRun]:
 
 
 def decode_values(
-    values: Sequence[bytes], fields: tuple[FlatField, ...], arrow_schema: pa.Schema
+    values: Sequence[bytes] | Joined, fields: tuple[FlatField, ...], arrow_schema: pa.Schema
 ) -> pa.RecordBatch | None:
     """The bodies (after the 5-byte wire header) decoded into one Arrow batch, or ``None`` when
-    one does not decode cleanly (the per-record path then reports it)."""
+    one does not decode cleanly (the per-record path then reports it). Values joined already
+    (a run's :class:`Joined`, shared with the check and the pass-through) are decoded where
+    they lie: no second list of the values, join, or copy to pad them."""
+    if isinstance(values, Joined):
+        batch: Any = decode_columns(
+            values.data, values.starts + WIRE_HEADER, values.ends, fields, arrow_schema, padded=True
+        )
+        return batch
     lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
     ends = np.cumsum(lengths)
-    batch: Any = decode_columns(b"".join(values), ends - lengths + 5, ends, fields, arrow_schema)
+    batch = decode_columns(b"".join(values), ends - lengths + 5, ends, fields, arrow_schema)
     return batch
 
 

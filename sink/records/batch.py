@@ -202,7 +202,7 @@ class Source:
                 columns = None
             if columns is not None:
                 writer, fields, arrow_schema = columns
-                batch = decode_values(list(map(_value, self.messages)), fields, arrow_schema)  # type: ignore[arg-type]
+                batch = decode_values(self._joined_values(), fields, arrow_schema)
                 self._avro = None if batch is None else (batch, writer)
         if self._avro is None:
             return None

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import flat_fields
-from sink.records.avro_values import avro_runs, decode_values
+from sink.records.avro_values import avro_runs, decode_values, join_values
 from tests.unit.sink.consumed import wire
 
 FLAT: dict[str, Any] = {
@@ -147,11 +147,14 @@ def per_record(values: list[bytes], schema: Any) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=avro_to_arrow(schema))
 
 
-def test_decode_values_gives_the_per_record_rows() -> None:
+@pytest.mark.parametrize("joined", [False, True], ids=["list", "joined"])
+def test_decode_values_gives_the_per_record_rows(joined: bool) -> None:
+    """From a list of values, or from the run's values joined once (``Joined``: decoded where
+    they lie, in the buffer the check and the pass-through share)."""
     values = [good(7, i) for i in range(9)]
     fields = flat_fields(FLAT)
     assert fields is not None
-    batch = decode_values(values, fields, avro_to_arrow(FLAT))
+    batch = decode_values(join_values(values) if joined else values, fields, avro_to_arrow(FLAT))
     assert batch is not None
     assert batch.equals(per_record(values, FLAT))
     assert batch.to_pylist() == [reading(i) for i in range(9)]
@@ -165,12 +168,13 @@ def test_decode_values_gives_the_per_record_rows() -> None:
         pytest.param(lambda v: v[:5], id="header-only"),
     ],
 )
-def test_decode_values_refuses_a_body_that_does_not_decode_cleanly(spoil: Any) -> None:
+@pytest.mark.parametrize("joined", [False, True], ids=["list", "joined"])
+def test_decode_values_refuses_a_body_that_does_not_decode_cleanly(spoil: Any, joined: bool) -> None:
     values = [good(7, i) for i in range(5)]
     values[2] = spoil(values[2])
     fields = flat_fields(FLAT)
     assert fields is not None
-    assert decode_values(values, fields, avro_to_arrow(FLAT)) is None
+    assert decode_values(join_values(values) if joined else values, fields, avro_to_arrow(FLAT)) is None
 
 
 # ------------------------------------------------------------- check_joined: its shortcuts
