@@ -325,7 +325,8 @@ class AvroWriter(RowFileWriter):
 
         Until the schema is fixed, records go one by one and only as many as fixing it needs
         (as :meth:`formats.parquet_format.ParquetWriter.append` does, which keeps where the
-        schema freezes independent of batching), so the rest of that batch can go column-wise.
+        schema freezes independent of batching), so the rest of that batch can go column-wise;
+        usually that is the first record alone (:meth:`_fixed_from_own_rows`).
         """
         if self._rows.envelope is not None:
             return None
