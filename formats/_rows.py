@@ -17,6 +17,7 @@ from formats._file import StagingWriter
 from formats._unicode import lone_surrogate, surrogate_error, value_surrogate
 from formats.base import FormatError, FormatSettings, PartSink, Record, RecordFormatError
 from formats.envelope import envelope_avro_schema, envelope_row
+from formats.json_lines_arrow import LineParser, line_parse_options
 from formats.schema_evolution import Decision, SchemaEvolution, project
 from formats.schema_inference import IncompatibleSchemas, avro_names, infer, merge
 from kcql.errors import RecordError
@@ -290,6 +291,9 @@ class RowFileWriter(StagingWriter):
         self._pending: list[Any] = []
         self._pending_records: list[Record] = []
         self._pending_bytes = 0
+        self._own_schema_tried = False
+        """Whether :meth:`_held_rows_parser` was asked (once per file; a predecessor whose rows
+        were not flat sets it, so its successor does not try)."""
 
     def _write_records(self, records: Sequence[Record]) -> int:
         """Take the longest prefix of ``records`` that fits the file (see ``FormatWriter.append``)."""
@@ -333,6 +337,28 @@ class RowFileWriter(StagingWriter):
         if self._rows.settled or len(self._pending) >= self._freeze_at():
             self._fix()
         return True
+
+    def _held_rows_parser(self, size: int) -> tuple[Any, LineParser] | None:
+        """The schema the rows held so far infer, and a JSON-lines parser for it, to fix the
+        schema from them early: asked once per file, when rows are held and ``size`` more would
+        take them to ``_freeze_at()``. None when not due, or when the schema is not a flat
+        inferred value schema the line parser takes.
+
+        Taking a file's first ``FREEZE_ROWS`` records one by one costs ~25 ms on the consuming
+        thread. The rows held infer exactly this schema; when the rest of the batch parses into
+        it (no other field, no other type: the parse refuses them), merging them cannot change
+        it, so the per-record path would fix the same schema and write the same rows (the
+        formats decide: ``ParquetWriter`` through its hint, ``AvroWriter._fixed_from_own_rows``).
+        """
+        if self._own_schema_tried or not self._pending or len(self._pending) + size < self._freeze_at():
+            return None
+        self._own_schema_tried = True
+        value = self._rows.value
+        if self._rows.envelope is not None or value.mode != "inferred":
+            return None
+        schema = value.schema()  # not RowBuilder.avro_schema(): that freezes the builder
+        options = line_parse_options(schema)
+        return None if options is None else (schema, LineParser(options, options.explicit_schema))
 
     def _take_held(self) -> tuple[list[Any], list[Record]]:
         """The held rows and their records, no longer held (nor counted: the caller adds them)."""

@@ -307,7 +307,6 @@ class AvroWriter(RowFileWriter):
         """The rows of ``_datums``, to hand them back to fastavro's open block (:meth:`_flush_datums`)."""
         self._datum_count = 0
         self._datum_bytes = 0
-        self._own_rows_tried = False
 
     def _fix_arrow(self, schema: Any) -> None:
         """Set up the column-wise path if the fixed ``schema`` allows it (see :meth:`_append_arrow`)."""
@@ -333,7 +332,8 @@ class AvroWriter(RowFileWriter):
         done, total = 0, len(batch)
         while done < total and not self._fixed():
             part = batch.slice(done) if done else batch
-            if self._own_rows_due(len(part)) and self._fixed_from_own_rows(part):
+            own = self._held_rows_parser(len(part))
+            if own is not None and self._fixed_from_own_rows(part, *own):
                 break
             want = max(1, self._freeze_at() - len(self._pending)) if self._pending else 1
             chunk = part.slice(0, want) if want < len(part) else part
@@ -356,32 +356,12 @@ class AvroWriter(RowFileWriter):
             exc.index += done
             raise
 
-    def _own_rows_due(self, size: int) -> bool:
-        """Whether to try :meth:`_fixed_from_own_rows` now: once per file, when rows are held
-        (their schema is known) and with ``size`` more rows the schema would be fixed."""
-        if self._own_rows_tried or not self._pending or len(self._pending) + size < self._freeze_at():
-            return False
-        self._own_rows_tried = True
-        return True
-
-    def _fixed_from_own_rows(self, part: Batch) -> bool:
-        """Fix the schema the rows held so far infer, now, when ``part`` (which takes them to
-        ``FREEZE_ROWS``) parses into it column-wise; whether it was fixed.
-
-        Without it a file takes its first ``FREEZE_ROWS`` records one by one (~25 ms on the
-        consuming thread). The argument is PARQUET's (``ParquetWriter._own_hint``): the rows held
-        infer exactly this schema, and rows that parse into it (no other field, no other type)
-        cannot change it when merged, so the per-record path would fix the same schema at
-        ``FREEZE_ROWS`` and write the same rows. Only schemas the column-wise path takes (flat,
-        inferred, no renamed field); the parse is memoised, so appending ``part`` reuses it."""
-        value = self._rows.value
-        if value.mode != "inferred":
-            return False
-        schema = value.schema()  # RowBuilder.avro_schema() would freeze the builder: not yet
-        options = line_parse_options(schema)
-        if avro_names(schema)[1] or options is None or flat_fields(schema) is None:
-            return False
-        if LineParser(options, avro_to_arrow(schema)).rows(part) is None:
+    def _fixed_from_own_rows(self, part: Batch, schema: Any, parser: LineParser) -> bool:
+        """Fix ``schema``, the one the rows held so far infer
+        (:meth:`~formats._rows.RowFileWriter._held_rows_parser`), now, when ``part`` parses into
+        it column-wise; whether it was fixed. Only schemas the column-wise path takes (flat, no
+        renamed field); the parse is memoised by schema, so appending ``part`` reuses it."""
+        if avro_names(schema)[1] or flat_fields(schema) is None or parser.rows(part) is None:
             return False
         self._fix()
         return self._fixed()

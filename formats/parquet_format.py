@@ -76,8 +76,7 @@ class ParquetWriter(RowFileWriter):
         """Set once the schema is frozen and flat and inferred: blocks of JSON lines parse in C++."""
         self._hint: _Hint | None = None
         """The partition's previous file's inferred schema and parser (:meth:`start_from`), or
-        this file's own first rows' (:meth:`_own_hint`)."""
-        self._own_hint_tried = False
+        this file's own first rows' (:meth:`RowFileWriter._held_rows_parser`)."""
         self._out: pa.NativeFile | None = None
         self._encoded = 0
         """Bytes Arrow has written to the staging file (as of the last look)."""
@@ -203,8 +202,10 @@ class ParquetWriter(RowFileWriter):
                     return total
                 chunk = part
             else:
-                if self._hint is None and self._own_hint_due(len(part)):
-                    self._hint = self._own_hint()
+                if self._hint is None:
+                    own = self._held_rows_parser(len(part))
+                    if own is not None and not value_column_schema(own[0]):
+                        self._hint = _Hint(*own)
                 if self._hint is not None:
                     try:
                         hinted = self._fixed_from_hint(part)
@@ -251,37 +252,7 @@ class ParquetWriter(RowFileWriter):
         elif hint is _NOT_FLAT:
             # the previous file's rows fixed a schema no line parser takes: this file's most
             # likely do too, so its first rows' schema is not tried (a parse that would fail)
-            self._own_hint_tried = True
-
-    def _own_hint_due(self, size: int) -> bool:
-        """Whether to try :meth:`_own_hint` now: once per file, when no previous file gave a
-        hint, some rows are held (their schema is known) and with ``size`` more rows the schema
-        would be fixed (so :meth:`_fixed_from_hint` decides at once)."""
-        if self._own_hint_tried or not self._pending or len(self._pending) + size < self._freeze_at():
-            return False
-        self._own_hint_tried = True
-        return True
-
-    def _own_hint(self) -> _Hint | None:
-        """The schema the rows held so far infer, and its JSON-lines parser, as a hint for the
-        rest of the rows that fix it (:meth:`_fixed_from_hint`): the first file of a partition
-        has no previous file's hint, and taking its first ``FREEZE_ROWS`` records one by one
-        costs ~25 ms on the consuming thread. The argument is the same as for a previous file's
-        schema: these rows infer exactly it, so when the rest parse into it (no other field, no
-        other type), merging them cannot change it. ``None`` when the schema is not one the
-        line parser takes (given, enveloped, wrapped, or no flat parse options)."""
-        value = self._rows.value
-        if self._settings.envelope is not None or value.mode != "inferred":
-            return None
-        avro = value.schema()
-        options = line_parse_options(avro)
-        if options is None or value_column_schema(avro):
-            return None
-        try:
-            arrow = avro_to_arrow(avro)
-        except FormatError:
-            return None
-        return _Hint(avro, LineParser(options, arrow))
+            self._own_schema_tried = True
 
     def _fixed_from_hint(self, part: Batch) -> int:
         """Fix the schema now, from the previous file's (:meth:`start_from`), when that gives the
@@ -437,7 +408,7 @@ class _Hint(NamedTuple):
 
 _NOT_FLAT = object()
 """The hint of a file whose inferred schema has no JSON-lines parser (nested, an array, a column
-only ever null): the next file does not try its own first rows' (:meth:`ParquetWriter._own_hint`)."""
+only ever null): the next file does not try its own first rows' (``_held_rows_parser``)."""
 
 
 _DICTIONARY_SAMPLE = 2048
