@@ -37,7 +37,7 @@ from sink.records.avro_values import Joined, join_values
 from sink.records.json_text import valid_lines
 from sink.records.record import SinkRecord
 
-__all__ = ["Convert", "RecordBatch", "RecordView", "Source", "batches_of", "keys_are_text"]
+__all__ = ["Convert", "RecordBatch", "RecordView", "Source", "batches_of"]
 
 T = TypeVar("T")
 
@@ -50,32 +50,13 @@ _offset = Message.offset
 _timestamp = Message.timestamp
 
 
-def keys_are_text(messages: Sequence[Message]) -> bool:
-    """Whether every non-null key decodes as UTF-8 (what the StringConverter would require)."""
-    try:  # the common case: no null key, all ASCII (checked a word at a time), one pass
-        if b"".join(map(_key, messages)).isascii():  # type: ignore[arg-type]
-            return True
-    except TypeError:  # a null key
-        pass
-    # an ASCII separator ends any multi-byte sequence, so this fails iff one key does;
-    # filter(None, ...) drops null (and empty) keys without a Python-level loop
-    joined = b"\n".join(filter(None, map(_key, messages)))  # type: ignore[arg-type]
-    if joined.isascii():
-        return True
-    try:
-        joined.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 class Source:
     """What every slice of one batch shares: the messages (or records), the converted records and
     the cheap forms. Built by :mod:`sink.records.intake` (or :func:`batches_of`); not used directly."""
 
     __slots__ = (
-        "_avro", "_bodies", "_decoded", "_joined", "_json_ends", "_json_valid", "_keys_ok", "_offsets",
-        "avro", "check_json", "check_keys", "convert", "executor", "json", "messages", "records",
+        "_avro", "_bodies", "_decoded", "_joined", "_json_ends", "_json_valid", "_offsets",
+        "avro", "check_json", "convert", "executor", "json", "messages", "records",
         "transformed", "values",
     )
 
@@ -89,7 +70,6 @@ class Source:
         values: list[bytes] | None = None,
         check_json: bool = True,
         avro: Callable[[], tuple[Any, Any, pa.Schema] | None] | None = None,
-        check_keys: bool = False,
         executor: Executor | None = None,
         transformed: bool = False,
         joined: Joined | None = None,
@@ -104,8 +84,6 @@ class Source:
         self.check_json = check_json
         self.avro = avro
         """``() -> (writer schema, flat fields, Arrow schema)`` of the values' schema id, or None."""
-        self.check_keys = check_keys
-        """Keys go through the StringConverter: a cheap form needs every key to be UTF-8."""
         self.executor = executor
         self.transformed = transformed
         """The records came out of transforms: ``messages[i]`` is the message record ``i`` was
@@ -113,7 +91,6 @@ class Source:
         self._offsets: list[int] | None = None
         self._json_ends: np.ndarray | None = None
         self._json_valid: bool | None = None
-        self._keys_ok: bool | None = None
         self._avro: tuple[pa.RecordBatch, Any] | None = None
         self._decoded = False
         self._bodies: tuple[Any] | None = None
@@ -151,16 +128,9 @@ class Source:
                 self._offsets = [r.offset for r in self.records]  # type: ignore[union-attr]
         return self._offsets
 
-    def keys_ok(self, start: int, stop: int) -> bool:
-        if not self.check_keys or self.messages is None:
-            return True
-        if self._keys_ok is None:
-            self._keys_ok = keys_are_text(self.messages)
-        return self._keys_ok or keys_are_text(self.messages[start:stop])
-
     def json_lines(self, start: int, stop: int, checked: bool) -> bytes | None:
         data = whole_text = self.json
-        if data is None or whole_text is None or not self.keys_ok(start, stop):
+        if data is None or whole_text is None:
             return None
         whole = start == 0 and stop == len(self.records)
         if not whole:
@@ -190,7 +160,7 @@ class Source:
         return None if columns is None else (columns[0], columns[2])
 
     def avro_columns(self, start: int, stop: int) -> tuple[pa.RecordBatch, Any] | None:
-        if self.avro is None or not self.keys_ok(start, stop):
+        if self.avro is None:
             return None
         if not self._decoded:
             from sink.records.avro_values import decode_values
@@ -221,7 +191,7 @@ class Source:
         same. So only the flat record schemas of :meth:`avro_columns` have them. The values come
         as :class:`~formats.avro_wire.WireValues`, which give the bodies' sizes and the bodies
         joined in bulk."""
-        if self.transformed or self.messages is None or self.avro is None or not self.keys_ok(start, stop):
+        if self.transformed or self.messages is None or self.avro is None:
             return None
         if self._bodies is None:
             self._bodies = self._checked_writer()

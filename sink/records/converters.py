@@ -4,7 +4,8 @@ Users arrive with the Connect JSON they already run, so the converter class name
 Connect's own (``key.converter``, ``value.converter``, ``value.converter.schemas.enable``,
 ``value.converter.schema.registry.url``, ...). Supported classes:
 
-* ``org.apache.kafka.connect.storage.StringConverter``: UTF-8 text (``converter.encoding``);
+* ``org.apache.kafka.connect.storage.StringConverter``: UTF-8 text (``converter.encoding``), bytes
+  that do not decode replaced by U+FFFD as Kafka's ``StringDeserializer`` does;
 * ``org.apache.kafka.connect.converters.ByteArrayConverter``: bytes as they are;
 * ``org.apache.kafka.connect.json.JsonConverter``: ``schemas.enable=true`` reads the
   ``{"schema": .., "payload": ..}`` envelope as Kafka's JsonConverter does and translates the
@@ -128,13 +129,19 @@ class Converter(Protocol):
 
 
 class StringConverter:
-    """Connect's StringConverter: text in ``converter.encoding`` (default UTF-8)."""
+    """Connect's StringConverter: text in ``converter.encoding`` (default UTF-8).
+
+    Bytes that are not valid in the encoding become U+FFFD, never an error: Kafka's
+    ``StringDeserializer`` decodes with ``new String(data, encoding)``, which replaces malformed
+    input, so Connect writes such a key or value with replacement characters rather than
+    failing the record. A key then never stops a batch from keeping its cheap forms.
+    """
 
     def __init__(self, encoding: str = "utf-8") -> None:
         self.encoding = encoding
 
     def convert(self, topic: str, data: bytes) -> tuple[Any, Schema | None]:
-        return data.decode(self.encoding), "string"
+        return data.decode(self.encoding, "replace"), "string"
 
 
 class ByteArrayConverter:

@@ -2,11 +2,11 @@
 
 The converter pair decides what a batch can skip. Values must be schemaless JSON (the joined
 text, :mod:`sink.records.json_text`) or Confluent Avro (Arrow columns,
-:mod:`sink.records.avro_values`); keys must be bytes (nothing can fail) or UTF-8 text (each key
-is checked as the StringConverter would, when a form is first used). With any other converter a
-key or value could fail in a way no bulk check sees, so such batches only have the per-record
-view. A run of messages is cut where its values stop fitting a form (a tombstone, a foreign
-payload, another schema id), so an odd record costs its neighbours nothing.
+:mod:`sink.records.avro_values`); keys must go through the ByteArray or String converter,
+which never fail (the StringConverter replaces bytes that do not decode, as Kafka's does). With
+any other converter a key or value could fail in a way no bulk check sees, so such batches only
+have the per-record view. A run of messages is cut where its values stop fitting a form (a
+tombstone, a foreign payload, another schema id), so an odd record costs its neighbours nothing.
 
 With transforms (``transforms=``), every message is converted and transformed when its batch is
 built, since a transform may drop a record or fan it out into several: the batches then hold the
@@ -22,7 +22,6 @@ built (and a value that converts to null is skipped by the runtime through
 
 from __future__ import annotations
 
-import codecs
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -96,14 +95,9 @@ class BatchBuilder:
         self.check_json = check_json
         self.executor = executor
         key, value = converter.key, converter.value
-        if not cheap_forms:
-            cheap, self._check_keys = False, False
-        elif type(key) is ByteArrayConverter:
-            cheap, self._check_keys = True, False
-        elif type(key) is StringConverter and codecs.lookup(key.encoding).name == "utf-8":
-            cheap, self._check_keys = True, True
-        else:
-            cheap, self._check_keys = False, False
+        # a ByteArray or String key never fails to convert (see StringConverter), so the values
+        # alone decide whether a cheap form can be used
+        cheap = cheap_forms and type(key) in (ByteArrayConverter, StringConverter)
         self._json = cheap and type(value) is JsonConverter and not value.schemas_enable
         self._avro: AvroConverter | None = value if cheap and type(value) is AvroConverter else None
         self._convert: Convert = converter.convert if null_values == "write" else self._convert_null
@@ -231,7 +225,7 @@ class BatchBuilder:
     def _batch(self, topic: str, partition: int, messages: Sequence[Message], **forms: object) -> RecordBatch:
         src = Source(
             messages, [None] * len(messages), self._convert,
-            check_json=self.check_json, check_keys=self._check_keys, executor=self.executor,
+            check_json=self.check_json, executor=self.executor,
             **forms,  # type: ignore[arg-type]
         )
         return RecordBatch(topic, partition, src)

@@ -184,9 +184,13 @@ def test_batch_separates_failures_from_records():
     assert [(m.offset(), type(e)) for m, e in failures] == [(1, ConversionError)]
 
 
-def test_non_utf8_string_value_is_a_conversion_error():
-    with pytest.raises(ConversionError, match="cannot convert the record value"):
-        conv(STRING_CONVERTER).convert(Msg(b"\xff\xfe"))
+def test_bytes_the_string_converter_cannot_decode_become_replacement_characters():
+    """Kafka's StringDeserializer is ``new String(data, encoding)``, which replaces malformed
+    input: Connect writes such a key or value with U+FFFD instead of failing the record."""
+    rec = conv(STRING_CONVERTER).convert(Msg(b"ok \xff\xfe", key=b"k\xc3"))
+    assert (rec.value, rec.key) == ("ok \ufffd\ufffd", "k\ufffd")
+    latin = conv(STRING_CONVERTER, **{"value.converter.converter.encoding": "latin-1"})
+    assert latin.convert(Msg(b"\xe9")).value == "\xe9"  # every byte is text in latin-1
 
 
 def test_avro_wire_format_is_checked_before_any_registry_call():

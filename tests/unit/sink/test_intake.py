@@ -109,8 +109,8 @@ def _converter(name: str) -> Converter:
         ("bytes", "json", {"json"}),
         ("string", "json", {"json"}),
         ("string-UTF8-alias", "json", {"json"}),
-        ("string-latin-1", "json", set()),  # the key check is UTF-8's: another encoding, no form
-        ("string-utf-16", "json", set()),
+        ("string-latin-1", "json", {"json"}),  # a String key never fails, in any encoding
+        ("string-utf-16", "json", {"json"}),
         ("json", "json", set()),  # a JSON key can fail in ways no bulk check sees
         ("json-schemas", "json", set()),
         ("bytes", "json-schemas", set()),  # values need the envelope taken apart
@@ -119,7 +119,7 @@ def _converter(name: str) -> Converter:
         ("string", "string", set()),
         ("bytes", AVRO, {"avro"}),
         ("string", AVRO, {"avro"}),
-        ("string-latin-1", AVRO, set()),
+        ("string-latin-1", AVRO, {"avro"}),
         ("json", AVRO, set()),
     ],
 )
