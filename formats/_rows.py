@@ -15,7 +15,7 @@ from typing import Any
 
 from formats._file import StagingWriter
 from formats._unicode import lone_surrogate, surrogate_error, value_surrogate
-from formats.base import FormatError, FormatSettings, PartSink, Record, RecordFormatError
+from formats.base import Batch, FormatError, FormatSettings, PartSink, Record, RecordFormatError
 from formats.envelope import envelope_avro_schema, envelope_row
 from formats.json_lines_arrow import LineParser, line_parse_options
 from formats.schema_evolution import Decision, SchemaEvolution, project
@@ -270,6 +270,31 @@ FREEZE_ROWS = 1000
 inferred schemas, and parts only seen null so far, keep merging meanwhile."""
 ROW_ESTIMATE = 100
 """Bytes assumed per held row without raw JSON text, for ``bytes_written`` before the schema."""
+
+
+def first_record_parser(settings: FormatSettings, batch: Batch, format_name: str) -> LineParser | None:
+    """The JSON-lines parser a new file of schemaless JSON most likely fixes its schema with, for
+    parsing ``batch`` ahead before the file is open (:meth:`FileFormat.prefetch_first`).
+
+    A new file takes its first record one by one, then (the rest of the batch permitting) fixes
+    the schema those held rows infer (:meth:`RowFileWriter._held_rows_parser`): that is the
+    schema the first record alone infers, which is what this builds a parser for. The parse is
+    memoised on the batch by schema, so the file takes it when its schema comes out the same and
+    ignores it otherwise. None when the batch has no JSON-lines form, the rows carry an envelope,
+    the value's schema is given, or the line parser does not take the schema.
+    """
+    if settings.envelope is not None or len(batch) <= 1 or batch.json_lines(checked=False) is None:
+        return None
+    builder = RowBuilder(settings, format_name)
+    try:
+        builder.take(batch.slice(0, 1).records(), [], FREEZE_ROWS)
+    except RecordError:  # the file reports it, record by record, when it takes it
+        return None
+    value = builder.value
+    if value.mode != "inferred":
+        return None
+    options = line_parse_options(value.schema())
+    return None if options is None else LineParser(options, options.explicit_schema)
 
 
 class RowFileWriter(StagingWriter):

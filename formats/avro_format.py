@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 from fastavro.write import Writer
 
-from formats._rows import RowBuilder, RowFileWriter, row_error
+from formats._rows import RowBuilder, RowFileWriter, first_record_parser, row_error
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import FlatField, flat_fields
 from formats.avro_encode import encode_rows
@@ -114,8 +114,11 @@ class AvroWriter(RowFileWriter):
         operations on a couple of thousand positions each, which hold the GIL for most of their
         time, so on the helper thread it ran no faster and the hand-off (the future, the held
         batch, the consumer waiting for the GIL) cost more than the check itself."""
-        if self._lines is not None:
-            self._lines.prefetch(batch)
+        lines = self._lines
+        if lines is None and not self._count and not self._own_schema_tried:
+            lines = first_record_parser(self._settings, batch, "AVRO")  # an empty file
+        if lines is not None:
+            lines.prefetch(batch)
             return True
         return False
 
@@ -510,3 +513,12 @@ class AvroFormat(FileFormat):
 
     def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
         return AvroWriter(path, self.settings, self._codec, spill)
+
+    def prefetch_first(self, batch: Batch) -> bool:
+        """Parse schemaless JSON lines ahead into the schema the first record infers, which a
+        new file most likely fixes (see :func:`~formats._rows.first_record_parser`)."""
+        parser = first_record_parser(self.settings, batch, "AVRO")
+        if parser is None:
+            return False
+        parser.prefetch(batch)
+        return True

@@ -239,6 +239,14 @@ class FileFormat(ABC):
 
         return extension_for(self.settings.format, self._codec)
 
+    def prefetch_first(self, batch: Batch) -> bool:
+        """:meth:`FormatWriter.prefetch` for a batch whose file is not open yet (a partition's
+        first file, or the next one after a commit): start on the batch's helper thread what
+        that file's first append will most likely compute; whether anything was. A hint; the
+        default: nothing."""
+        del batch
+        return False
+
     @abstractmethod
     def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
         """Create ``path`` and return a writer streaming into it (handing full parts of it to

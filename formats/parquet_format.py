@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fastavro.validation import ValidationError, validate
 
-from formats._rows import ROW_ESTIMATE, RowBuilder, RowFileWriter, row_error
+from formats._rows import ROW_ESTIMATE, RowBuilder, RowFileWriter, first_record_parser, row_error
 from formats.arrow_schema import avro_to_arrow, value_column_schema
 from formats.base import (
     Batch,
@@ -231,6 +231,8 @@ class ParquetWriter(RowFileWriter):
         # until this file's schema is fixed, the previous file's parser: the parse it will most
         # likely want (memoised by schema, so it is taken only if the schema comes out the same)
         parser = self._parser or (self._hint.parser if self._hint is not None else None)
+        if parser is None and not self._count and not self._own_schema_tried:
+            parser = first_record_parser(self._settings, batch, "PARQUET")  # an empty first file
         if parser is None:
             return False
         parser.prefetch(batch)
@@ -486,3 +488,13 @@ class ParquetFormat(FileFormat):
 
     def open(self, path: Path, spill: PartSink | None = None) -> FormatWriter:
         return ParquetWriter(path, self.settings, self._codec, spill)
+
+    def prefetch_first(self, batch: Batch) -> bool:
+        """Parse schemaless JSON lines ahead into the schema the first record infers (see
+        :func:`~formats._rows.first_record_parser`): a partition's first file has no predecessor
+        whose parser could, so its first batch was parsed on the consuming thread."""
+        parser = first_record_parser(self.settings, batch, "PARQUET")
+        if parser is None:
+            return False
+        parser.prefetch(batch)
+        return True

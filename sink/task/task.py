@@ -276,7 +276,9 @@ class SinkTask:
         A batch that fills the open file and starts the next one is parsed ahead all the same:
         the parse is memoised by schema, so the next file takes it if its schema comes out the
         same; and a next file whose schema is not fixed yet parses ahead with its predecessor's
-        parser (``FormatWriter.start_from``). Before, each new file's first batches were parsed
+        parser (``FormatWriter.start_from``). A batch whose file is not open yet (the partition's
+        first, or the next after a commit) is parsed ahead into the schema its first record
+        infers (``FileFormat.prefetch_first``). Before, each new file's first batches were parsed
         on the consuming thread.
         """
         with self._lock:
@@ -285,7 +287,9 @@ class SinkTask:
                 return False
             path, _ = next(state.partitioner.split(batch))  # one slice: the batch itself
             writer = self._pool.get((batch.topic, batch.partition, path))
-            if writer is None or writer.finished or writer.holds_owed_file:
+            if writer is None:  # its file opens at the put: what its first append will compute
+                return state.statement.projection is None and state.statement.format.prefetch_first(batch)
+            if writer.finished or writer.holds_owed_file:
                 return False
             return writer.prefetch(batch)
 
