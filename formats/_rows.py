@@ -290,11 +290,21 @@ def first_record_parser(settings: FormatSettings, batch: Batch, format_name: str
         builder.take(batch.slice(0, 1).records(), [], FREEZE_ROWS)
     except RecordError:  # the file reports it, record by record, when it takes it
         return None
+    inferred = _inferred_parser(builder)
+    return None if inferred is None else inferred[1]
+
+
+def _inferred_parser(builder: RowBuilder) -> tuple[Any, LineParser] | None:
+    """The schema ``builder``'s rows infer so far and a JSON-lines parser for it; None when the
+    rows carry an envelope, the value's schema is given, or the line parser does not take it.
+    One construction for a file's own parser and the guess made before the file is open, so
+    the two agree on the schema their parses are memoised by."""
     value = builder.value
-    if value.mode != "inferred":
+    if builder.envelope is not None or value.mode != "inferred":
         return None
-    options = line_parse_options(value.schema())
-    return None if options is None else LineParser(options, options.explicit_schema)
+    schema = value.schema()  # not RowBuilder.avro_schema(): that freezes the builder
+    options = line_parse_options(schema)
+    return None if options is None else (schema, LineParser(options, options.explicit_schema))
 
 
 class RowFileWriter(StagingWriter):
@@ -378,12 +388,7 @@ class RowFileWriter(StagingWriter):
         if self._own_schema_tried or not self._pending or len(self._pending) + size < self._freeze_at():
             return None
         self._own_schema_tried = True
-        value = self._rows.value
-        if self._rows.envelope is not None or value.mode != "inferred":
-            return None
-        schema = value.schema()  # not RowBuilder.avro_schema(): that freezes the builder
-        options = line_parse_options(schema)
-        return None if options is None else (schema, LineParser(options, options.explicit_schema))
+        return _inferred_parser(self._rows)
 
     def _take_held(self) -> tuple[list[Any], list[Record]]:
         """The held rows and their records, no longer held (nor counted: the caller adds them)."""
