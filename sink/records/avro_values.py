@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from formats.avro_columns import _PAD, FlatField, _Malformed, _varints, decode_columns
 from formats.avro_wire import WIRE_HEADER
+from sink.records.scan import join
 
 __all__ = ["AvroRun", "Joined", "avro_runs", "check_joined", "check_values", "decode_values", "join_values",
            "joined_runs"]
@@ -60,9 +61,11 @@ class Joined:
 
 def join_values(values: list[bytes]) -> Joined:
     """``values`` (no tombstones) joined, with where each starts and ends."""
-    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-    ends = np.cumsum(lengths)
-    return Joined(values, b"".join([*values, _PADDING]), ends - lengths, ends)
+    done = join(values, _PADDING, 0)
+    if done is None:
+        raise TypeError("join_values: a value is not bytes (a tombstone?)")
+    data, starts, ends, _ = done
+    return Joined(values, data, starts, ends)
 
 
 def _windows(data: bytes) -> np.ndarray:
@@ -79,19 +82,17 @@ def _schema_id(header: bytes | None) -> int | None:
 
 def _one_header(values: list[bytes | None]) -> tuple[Joined, int] | None:
     """The values joined and their schema id when all carry the same wire header (the common
-    case, checked with a few array operations instead of a slice per value), else None."""
-    if not all(values):  # a tombstone or an empty value: not one run
+    case, checked while they are joined: :func:`sink.records.scan.join`), else None."""
+    if not values or not values[0]:
         return None
-    head = _schema_id(values[0][:5])  # type: ignore[index]
+    head = _schema_id(values[0][:5])
     if head is None:
         return None
-    joined = join_values(values)  # type: ignore[arg-type]
-    if int((joined.ends - joined.starts).min()) < WIRE_HEADER:
+    done = join(values, _PADDING, WIRE_HEADER)  # None: a tombstone
+    if done is None or not done[3]:  # not all at least a header long with the first one's header
         return None
-    headers = _windows(joined.data)[joined.starts] >> np.uint64(64 - 8 * WIRE_HEADER)
-    if not (headers == headers[0]).all():
-        return None
-    return joined, head
+    data, starts, ends, _ = done
+    return Joined(values, data, starts, ends), head  # type: ignore[arg-type]
 
 
 def joined_runs(values: list[bytes | None]) -> tuple[list[AvroRun], Joined | None]:

@@ -36,6 +36,7 @@ from sink.records import avro_values
 from sink.records.avro_values import Joined, join_values
 from sink.records.json_text import valid_lines
 from sink.records.record import SinkRecord
+from sink.records.scan import timestamp_range
 
 __all__ = ["Convert", "RecordBatch", "RecordView", "Source", "batches_of"]
 
@@ -47,7 +48,6 @@ Convert = Callable[[Message], SinkRecord]
 _key = Message.key
 _value = Message.value
 _offset = Message.offset
-_timestamp = Message.timestamp
 
 
 class Source:
@@ -419,14 +419,7 @@ class RecordBatch:
             part = src.records[self._start : self._stop]
             stamps = [r.timestamp for r in part if r is not None and r.timestamp is not None]
             return (min(stamps), max(stamps)) if stamps else (None, None)
-        # sorted() on the (type, ms) tuples: one comparison per message when they are in order,
-        # as they usually are, where min() and max() make two
-        kinds = sorted(map(_timestamp, src.messages[self._start : self._stop]))
-        low, high = kinds[0], kinds[-1]
-        if low[0] and low[0] == high[0]:  # one timestamp type for all: tuples order by value
-            return low[1], high[1]
-        values = [ts for kind, ts in kinds if kind]
-        return (min(values), max(values)) if values else (None, None)
+        return timestamp_range(src.messages, self._start, self._stop)
 
     def nbytes(self) -> int:
         """Bytes of the keys and values as consumed (records given already converted: 0)."""

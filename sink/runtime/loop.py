@@ -49,6 +49,7 @@ from sink.records.batch import RecordBatch
 from sink.records.converters import needs_parsed_value, record_converter
 from sink.records.intake import BatchBuilder
 from sink.records.record import TopicPartition
+from sink.records.scan import first_error, partition_cuts
 from sink.runtime.consumer import AssignmentLog, consumer_config
 from sink.runtime.dlq import DeadLetterQueue
 from sink.runtime.outage import KAFKA_DOWN_CODES, KafkaClientLog, OutageReport
@@ -72,8 +73,6 @@ helper) is absorbed instead of waited for."""
 REGISTRY_PAUSE = 2.0
 """Seconds a partition waits for an unreachable Schema Registry (``retry.interval`` if shorter)."""
 
-_error = Message.error
-_partition = Message.partition
 _topic = Message.topic
 
 
@@ -130,16 +129,19 @@ def _runs(messages: list[Message], one_topic: bool) -> list[tuple[str, int, list
     """Split a consumed batch into runs of consecutive messages of one topic partition.
 
     librdkafka hands out each fetched partition's messages together, so a batch is a few long
-    runs; the grouping runs in C (``groupby`` with a method descriptor as key). ``one_topic``:
-    one topic is subscribed by name, so a run's topics need no checking.
+    runs; where they change is found in one C loop (:func:`sink.records.scan.partition_cuts`).
+    ``one_topic``: one topic is subscribed by name, so a run's topics need no checking.
     """
     out = []
-    for partition, group in groupby(messages, key=_partition):
-        run = list(group)
+    start = 0
+    for stop in partition_cuts(messages):
+        run = messages[start:stop]
+        start = stop
+        partition = run[0].partition() or 0
         if one_topic or len(set(map(_topic, run))) == 1:
-            out.append((run[0].topic() or "", partition or 0, run))
+            out.append((run[0].topic() or "", partition, run))
         else:  # several topics subscribed, same partition number in a row
-            out.extend((topic or "", partition or 0, list(sub)) for topic, sub in groupby(run, key=_topic))
+            out.extend((topic or "", partition, list(sub)) for topic, sub in groupby(run, key=_topic))
     return out
 
 
@@ -303,10 +305,11 @@ class SinkRuntime:
             self._storage_failure(exc, tps)
 
     def _batches(self, messages: Sequence[Message]) -> list[_Run]:
-        if any(map(_error, messages)):
+        messages = list(messages)
+        if first_error(messages) >= 0:
             messages = self._without_errors(messages)
         out = []
-        for topic, partition, run in _runs(list(messages), self._one_topic):
+        for topic, partition, run in _runs(messages, self._one_topic):
             tp = TopicPartition(topic, partition)
             if tp in self.assigned and tp not in self._paused:
                 end = (run[-1].offset() or 0) + 1

@@ -1,0 +1,3 @@
+"""Types of the C module ``formats/_wire.c`` (see :mod:`formats.avro_wire`)."""
+
+def bodies(values: list[bytes], first: int, last: int, skip: int, /) -> bytes: ...

@@ -1,0 +1,442 @@
+/*
+ * sink.records._scan: the consuming thread's per-message loops, one C pass each.
+ *
+ * What a consumed batch goes through before a format sees it (is any message an error, where
+ * does the partition change, the smallest and largest timestamp of a run, the values joined with
+ * where each starts and ends) was one Python-level step per message per attribute: the largest
+ * part of the time STOREAS AVRO from Confluent Avro spent beside consume() itself
+ * (docs/benchmarks.md). Each function here is one of those steps; sink/records/scan.py holds the
+ * Python version of each, used when this module was not built, and the tests hold both to the
+ * same answers.
+ *
+ * Messages are read through confluent_kafka.Message's own methods: bind(Message, probes) takes
+ * the C functions behind Message.error/partition/timestamp (METH_NOARGS methods of a C type) and
+ * calls them directly, which skips the method-call machinery but not the methods. The one
+ * exception is the timestamp, whose method builds a tuple and an int per call (most of the cost):
+ * bind() looks for the one place in the object where each probe message (built by the caller
+ * with known, distinct timestamps) holds its timestamp and its type, and reads them from there.
+ * Nothing about the struct's layout is assumed: when no single place holds every probe's values,
+ * timestamp() is called as before. An object of another type is asked through Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+enum { M_ERROR, M_PARTITION, M_TIMESTAMP, M_COUNT };
+static const char *const method_names[M_COUNT] = {"error", "partition", "timestamp"};
+static PyTypeObject *message_type = NULL;
+static PyCFunction method_funcs[M_COUNT];
+/* Where a Message keeps its timestamp (int64) and its type (int): found by bind() in probe
+ * messages it was given, or -1 (timestamp() is called instead). */
+static Py_ssize_t timestamp_at = -1, kind_at = -1;
+
+/* msg.<method>(): a new reference, or NULL with an exception set. */
+static PyObject *
+call(PyObject *msg, int which)
+{
+    if (message_type != NULL && Py_TYPE(msg) == message_type) {
+        return method_funcs[which](msg, NULL);
+    }
+    PyObject *name = PyUnicode_FromString(method_names[which]);
+    if (name == NULL) {
+        return NULL;
+    }
+    PyObject *out = PyObject_CallMethodNoArgs(msg, name);
+    Py_DECREF(name);
+    return out;
+}
+
+/*
+ * The one offset in `obj` (a `size`-byte object) where each probe holds its own value, or -1
+ * when none or several do. `width` is 8 (int64) or 4 (int).
+ */
+static Py_ssize_t
+find_field(PyObject *probes, const long long *want, Py_ssize_t size, int width)
+{
+    Py_ssize_t found = -1;
+    Py_ssize_t n = PyList_GET_SIZE(probes);
+    for (Py_ssize_t off = sizeof(PyObject); off + width <= size; off += width) {
+        int all = 1;
+        for (Py_ssize_t p = 0; p < n && all; p++) {
+            const char *at = (const char *)PyList_GET_ITEM(probes, p) + off;
+            long long got;
+            if (width == 8) {
+                int64_t v;
+                memcpy(&v, at, 8);
+                got = v;
+            } else {
+                int32_t v;
+                memcpy(&v, at, 4);
+                got = v;
+            }
+            all = got == want[p];
+        }
+        if (all) {
+            if (found != -1) {
+                return -1; /* ambiguous */
+            }
+            found = off;
+        }
+    }
+    return found;
+}
+
+/*
+ * Find where Message objects keep their timestamp and its type, from probe messages built with
+ * known, distinct timestamps, and check each against the probe's own timestamp() once more.
+ */
+static void
+probe_timestamps(PyTypeObject *type, PyObject *probes)
+{
+    timestamp_at = kind_at = -1;
+    Py_ssize_t n = PyList_GET_SIZE(probes);
+    if (n < 3 || n > 16) {
+        return;
+    }
+    long long kinds[16], stamps[16];
+    for (Py_ssize_t p = 0; p < n; p++) {
+        PyObject *msg = PyList_GET_ITEM(probes, p);
+        if (Py_TYPE(msg) != type) {
+            return;
+        }
+        PyObject *pair = method_funcs[M_TIMESTAMP](msg, NULL);
+        if (pair == NULL) {
+            PyErr_Clear();
+            return;
+        }
+        int ok = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2;
+        if (ok) {
+            kinds[p] = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 0));
+            stamps[p] = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 1));
+        }
+        Py_DECREF(pair);
+        if (!ok || PyErr_Occurred()) {
+            PyErr_Clear();
+            return;
+        }
+    }
+    Py_ssize_t ts = find_field(probes, stamps, type->tp_basicsize, 8);
+    Py_ssize_t kind = find_field(probes, kinds, type->tp_basicsize, 4);
+    if (ts != -1 && kind != -1) {
+        timestamp_at = ts;
+        kind_at = kind;
+    }
+}
+
+static PyObject *
+bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "bind(Message, probes)");
+        return NULL;
+    }
+    PyObject *type = args[0];
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "bind: expected confluent_kafka.Message");
+        return NULL;
+    }
+    PyCFunction found[M_COUNT];
+    for (int i = 0; i < M_COUNT; i++) {
+        PyObject *descr = PyObject_GetAttrString(type, method_names[i]);
+        if (descr == NULL) {
+            return NULL;
+        }
+        int ok = Py_IS_TYPE(descr, &PyMethodDescr_Type)
+                 && (((PyMethodDescrObject *)descr)->d_method->ml_flags
+                     & (METH_VARARGS | METH_KEYWORDS | METH_NOARGS | METH_O | METH_FASTCALL | METH_METHOD))
+                        == METH_NOARGS;
+        if (ok) {
+            found[i] = ((PyMethodDescrObject *)descr)->d_method->ml_meth;
+        }
+        Py_DECREF(descr);
+        if (!ok) {
+            Py_RETURN_FALSE; /* not the C type this was written for: every message goes through Python */
+        }
+    }
+    memcpy(method_funcs, found, sizeof found);
+    Py_XSETREF(message_type, (PyTypeObject *)Py_NewRef(type));
+    probe_timestamps(message_type, args[1]);
+    return PyBool_FromLong(timestamp_at != -1);
+}
+
+static int
+check_list(PyObject *messages, const char *what)
+{
+    if (!PyList_Check(messages)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a list", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* first_error(messages) -> index of the first message whose error() is not None, or -1 */
+static PyObject *
+first_error(PyObject *module, PyObject *messages)
+{
+    if (check_list(messages, "first_error") < 0) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
+        PyObject *err = call(PyList_GET_ITEM(messages, i), M_ERROR);
+        if (err == NULL) {
+            return NULL;
+        }
+        int is_none = err == Py_None;
+        Py_DECREF(err);
+        if (!is_none) {
+            return PyLong_FromSsize_t(i);
+        }
+    }
+    return PyLong_FromLong(-1);
+}
+
+/* partition_cuts(messages) -> [stop, ...]: where each run of one partition ends */
+static PyObject *
+partition_cuts(PyObject *module, PyObject *messages)
+{
+    if (check_list(messages, "partition_cuts") < 0) {
+        return NULL;
+    }
+    PyObject *cuts = PyList_New(0);
+    if (cuts == NULL) {
+        return NULL;
+    }
+    PyObject *previous = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(messages);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *partition = call(PyList_GET_ITEM(messages, i), M_PARTITION);
+        if (partition == NULL) {
+            goto fail;
+        }
+        if (previous != NULL) {
+            int same = PyObject_RichCompareBool(previous, partition, Py_EQ);
+            if (same < 0) {
+                Py_DECREF(partition);
+                goto fail;
+            }
+            if (!same) {
+                PyObject *stop = PyLong_FromSsize_t(i);
+                if (stop == NULL || PyList_Append(cuts, stop) < 0) {
+                    Py_XDECREF(stop);
+                    Py_DECREF(partition);
+                    goto fail;
+                }
+                Py_DECREF(stop);
+            }
+        }
+        Py_XSETREF(previous, partition);
+    }
+    Py_XDECREF(previous);
+    if (n) {
+        PyObject *stop = PyLong_FromSsize_t(n);
+        if (stop == NULL || PyList_Append(cuts, stop) < 0) {
+            Py_XDECREF(stop);
+            Py_DECREF(cuts);
+            return NULL;
+        }
+        Py_DECREF(stop);
+    }
+    return cuts;
+fail:
+    Py_XDECREF(previous);
+    Py_DECREF(cuts);
+    return NULL;
+}
+
+/*
+ * timestamp_range(messages, start, stop) -> (smallest, largest) of the timestamps of
+ * messages[start:stop] that have one (type not 0, TIMESTAMP_NOT_AVAILABLE), or (None, None).
+ */
+static PyObject *
+timestamp_range(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || check_list(args[0], "timestamp_range") < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "timestamp_range(messages, start, stop)");
+        }
+        return NULL;
+    }
+    PyObject *messages = args[0];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (start < 0 || stop > PyList_GET_SIZE(messages) || start > stop) {
+        PyErr_SetString(PyExc_IndexError, "timestamp_range: range outside the messages");
+        return NULL;
+    }
+    long long low = 0, high = 0;
+    int any = 0;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        PyObject *msg = PyList_GET_ITEM(messages, i);
+        if (timestamp_at != -1 && Py_TYPE(msg) == message_type) {
+            int32_t kind;
+            int64_t ms;
+            memcpy(&kind, (const char *)msg + kind_at, 4);
+            memcpy(&ms, (const char *)msg + timestamp_at, 8);
+            if (kind == 0) {
+                continue;
+            }
+            if (!any) {
+                low = high = ms;
+                any = 1;
+            } else if (ms < low) {
+                low = ms;
+            } else if (ms > high) {
+                high = ms;
+            }
+            continue;
+        }
+        PyObject *pair = call(msg, M_TIMESTAMP);
+        if (pair == NULL) {
+            return NULL;
+        }
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(pair);
+            PyErr_SetString(PyExc_TypeError, "timestamp_range: timestamp() is not a (type, ms) pair");
+            return NULL;
+        }
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0));
+        long long ms = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 1));
+        Py_DECREF(pair);
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        if (kind == 0) {
+            continue;
+        }
+        if (!any) {
+            low = high = ms;
+            any = 1;
+        } else if (ms < low) {
+            low = ms;
+        } else if (ms > high) {
+            high = ms;
+        }
+    }
+    if (!any) {
+        return Py_BuildValue("(OO)", Py_None, Py_None);
+    }
+    return Py_BuildValue("(LL)", low, high);
+}
+
+static int
+int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    const char *fmt = view->format;
+    if (view->itemsize != 8 || view->len != n * 8 || fmt == NULL
+        || !(strcmp(fmt, "l") == 0 || strcmp(fmt, "q") == 0 || strcmp(fmt, "<q") == 0
+             || strcmp(fmt, "=q") == 0 || strcmp(fmt, "<l") == 0 || strcmp(fmt, "=l") == 0)) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "join: %s must be a writable int64 array of %zd items", what, n);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * join(values, padding, starts, ends, header) -> (data, same_header) or None
+ *
+ * data = b"".join(values) + padding; starts[i], ends[i] = where values[i] lies in it (int64
+ * arrays of len(values), filled in place). same_header: every value is at least `header` bytes
+ * long and starts with the first one's `header` bytes. None (nothing filled) when a value is not
+ * bytes (a tombstone).
+ */
+static PyObject *
+join(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || check_list(args[0], "join") < 0 || !PyBytes_Check(args[1])) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "join(values, padding, starts, ends, header)");
+        }
+        return NULL;
+    }
+    PyObject *values = args[0];
+    PyObject *padding = args[1];
+    Py_ssize_t header = PyLong_AsSsize_t(args[4]);
+    if (header == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    Py_ssize_t total = PyBytes_GET_SIZE(padding);
+    int same = n > 0;
+    const char *head = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        if (!PyBytes_CheckExact(v)) {
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t size = PyBytes_GET_SIZE(v);
+        total += size;
+        if (same) {
+            if (size < header) {
+                same = 0;
+            } else if (head == NULL) {
+                head = PyBytes_AS_STRING(v);
+            } else if (memcmp(head, PyBytes_AS_STRING(v), (size_t)header) != 0) {
+                same = 0;
+            }
+        }
+    }
+    Py_buffer starts, ends;
+    if (int64_buffer(args[2], &starts, n, "starts") < 0) {
+        return NULL;
+    }
+    if (int64_buffer(args[3], &ends, n, "ends") < 0) {
+        PyBuffer_Release(&starts);
+        return NULL;
+    }
+    PyObject *data = PyBytes_FromStringAndSize(NULL, total);
+    if (data == NULL) {
+        PyBuffer_Release(&starts);
+        PyBuffer_Release(&ends);
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(data);
+    int64_t *start_at = (int64_t *)starts.buf, *end_at = (int64_t *)ends.buf;
+    int64_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        Py_ssize_t size = PyBytes_GET_SIZE(v);
+        memcpy(out + at, PyBytes_AS_STRING(v), (size_t)size);
+        start_at[i] = at;
+        at += size;
+        end_at[i] = at;
+    }
+    memcpy(out + at, PyBytes_AS_STRING(padding), (size_t)PyBytes_GET_SIZE(padding));
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyObject *result = PyTuple_Pack(2, data, same ? Py_True : Py_False);
+    Py_DECREF(data);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
+     "bind(Message, probes) -> bool: call the C functions behind Message's methods directly; "
+     "True when the probes also showed where a Message keeps its timestamp"},
+    {"first_error", (PyCFunction)first_error, METH_O,
+     "first_error(messages) -> index of the first message with an error, or -1"},
+    {"partition_cuts", (PyCFunction)partition_cuts, METH_O,
+     "partition_cuts(messages) -> where each run of one partition ends"},
+    {"timestamp_range", (PyCFunction)(void (*)(void))timestamp_range, METH_FASTCALL,
+     "timestamp_range(messages, start, stop) -> (smallest, largest) timestamp, or (None, None)"},
+    {"join", (PyCFunction)(void (*)(void))join, METH_FASTCALL,
+     "join(values, padding, starts, ends, header) -> (data, same_header), or None for a tombstone"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "sink.records._scan", "Per-message loops of the consuming thread, in C.", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__scan(void)
+{
+    return PyModule_Create(&module);
+}

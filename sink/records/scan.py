@@ -1,0 +1,123 @@
+"""The consuming thread's loops over a consumed batch, in C when the package was built with it.
+
+Before a format sees a consumed batch, the runtime and the batch builder ask every message a
+question or two: is any an error, where does the partition change, what are the smallest and
+largest timestamps of a file's records, and (Confluent Avro) the values joined with where each
+starts and ends, all carrying one wire header. In Python each is a pass over the messages with
+a C call per message per attribute; together they were most of what STOREAS AVRO from Confluent
+Avro did beside ``consume()`` (docs/benchmarks.md, "One pass in C"). ``sink/records/_scan.c``
+does each in one C loop (one step in a fifth of the time), reading the timestamp where the
+message keeps it instead of building a tuple for it.
+
+The C module is optional (``setup.py`` builds it when a compiler is at hand); :data:`NATIVE`
+says whether it is in use. Each function here has its Python version beside it (``*_py``), which
+runs when the module is missing or the argument is not a list, and which the tests hold the C
+version to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import groupby
+from types import ModuleType
+
+import numpy as np
+from confluent_kafka import Message
+
+__all__ = ["NATIVE", "TIMESTAMPS_IN_PLACE", "first_error", "join", "partition_cuts", "timestamp_range"]
+
+Joined = tuple[bytes, np.ndarray, np.ndarray, bool]
+"""``(data, starts, ends, same_header)``: the values joined (then the padding), where value ``i``
+lies in ``data`` (``data[starts[i]:ends[i]]``, int64 arrays), and whether every value is at least
+``header`` bytes long and starts with the first value's ``header`` bytes."""
+
+_error = Message.error
+_partition = Message.partition
+_timestamp = Message.timestamp
+
+
+def _load() -> tuple[ModuleType | None, bool]:
+    try:
+        from sink.records import _scan
+    except ImportError:
+        return None, False
+    # probe messages with distinct timestamps of each type: where all of them keep theirs is
+    # where the C loop reads a message's timestamp (bind() checks the place is unique)
+    probes = [
+        Message(timestamp=(1, 0x0123_4567_89AB)),
+        Message(timestamp=(2, 0x07ED_CBA9_8765)),
+        Message(timestamp=(0, -0x0BAD_5EED_F00D)),
+    ]
+    return _scan, _scan.bind(Message, probes)
+
+
+_native, TIMESTAMPS_IN_PLACE = _load()
+"""TIMESTAMPS_IN_PLACE: whether the C loop reads a message's timestamp where the message keeps
+it (found with the probe messages) rather than through ``Message.timestamp()``."""
+NATIVE = _native is not None
+"""Whether the C loops are in use (``sink/records/_scan.c`` was built)."""
+
+
+def first_error_py(messages: Sequence[Message]) -> int:
+    return next((i for i, msg in enumerate(messages) if msg.error() is not None), -1)
+
+
+def partition_cuts_py(messages: Sequence[Message]) -> list[int]:
+    cuts, at = [], 0
+    for _, group in groupby(messages, key=_partition):
+        at += sum(1 for _ in group)
+        cuts.append(at)
+    return cuts
+
+
+def timestamp_range_py(messages: Sequence[Message], start: int, stop: int) -> tuple[int | None, int | None]:
+    stamps = [ms for kind, ms in map(_timestamp, messages[start:stop]) if kind]
+    return (min(stamps), max(stamps)) if stamps else (None, None)
+
+
+def join_py(values: Sequence[bytes | None], padding: bytes, header: int) -> Joined | None:
+    if None in values:
+        return None
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))  # type: ignore[arg-type]
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    data = b"".join([*values, padding])  # type: ignore[list-item]
+    same = bool(values) and int(lengths.min()) >= header
+    if same and header:  # each value's first bytes, gathered in one step
+        heads = np.frombuffer(data, np.uint8)[starts[:, None] + np.arange(header)]
+        same = bool((heads == heads[0]).all())
+    return data, starts, ends, same
+
+
+def first_error(messages: Sequence[Message]) -> int:
+    """Index of the first message whose ``error()`` is not None, or -1."""
+    if _native is not None and type(messages) is list:
+        return _native.first_error(messages)
+    return first_error_py(messages)
+
+
+def partition_cuts(messages: Sequence[Message]) -> list[int]:
+    """Where each run of consecutive messages of one partition ends (the last is ``len``)."""
+    if _native is not None and type(messages) is list:
+        return _native.partition_cuts(messages)
+    return partition_cuts_py(messages)
+
+
+def timestamp_range(messages: Sequence[Message], start: int, stop: int) -> tuple[int | None, int | None]:
+    """Smallest and largest timestamp (epoch ms) of ``messages[start:stop]`` that have one
+    (type not ``TIMESTAMP_NOT_AVAILABLE``), or ``(None, None)``."""
+    if _native is not None and type(messages) is list:
+        return _native.timestamp_range(messages, start, stop)
+    return timestamp_range_py(messages, start, stop)
+
+
+def join(values: Sequence[bytes | None], padding: bytes, header: int) -> Joined | None:
+    """``values`` joined (see :data:`Joined`), or None when one is a tombstone."""
+    if _native is not None and type(values) is list:
+        starts = np.empty(len(values), np.int64)
+        ends = np.empty(len(values), np.int64)
+        done = _native.join(values, padding, starts, ends, header)
+        if done is None:
+            return None
+        return done[0], starts, ends, done[1]
+    return join_py(values, padding, header)

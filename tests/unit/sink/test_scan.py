@@ -1,0 +1,124 @@
+"""The consuming thread's C loops (sink/records/_scan.c, formats/_wire.c) against their Python
+versions, on messages of every shape the loops branch on: errors, partition changes (None
+included), timestamps of each type (not available, create time, log-append time; negative and
+64-bit values), tombstones, short values and differing wire headers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, Message
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formats import avro_wire
+from sink.records import scan
+
+_stamps = st.tuples(st.sampled_from([0, 1, 2]), st.integers(-(2**63), 2**63 - 1))
+
+
+@st.composite
+def _messages(draw: Any) -> list[Message]:
+    count = draw(st.integers(0, 40))
+    out = []
+    for i in range(count):
+        kwargs: dict[str, Any] = {"topic": "t", "offset": i, "timestamp": draw(_stamps)}
+        partition = draw(st.sampled_from([None, 0, 1, 7]))
+        if partition is not None:
+            kwargs["partition"] = partition
+        if draw(st.integers(0, 9)) == 0:
+            kwargs["error"] = KafkaError(KafkaError._PARTITION_EOF)
+        out.append(Message(**kwargs))
+    return out
+
+
+def test_the_c_loops_are_built_and_read_timestamps_in_place() -> None:
+    """setup.py builds both modules on a machine with a C compiler (this one, and CI's)."""
+    assert scan.NATIVE
+    assert scan.TIMESTAMPS_IN_PLACE
+    assert avro_wire._joined_bodies is avro_wire._joined_bodies_c
+
+
+@settings(max_examples=300, deadline=None)
+@given(_messages(), st.data())
+def test_message_loops_agree_with_python(messages: list[Message], data: Any) -> None:
+    assert scan.first_error(messages) == scan.first_error_py(messages)
+    assert scan.partition_cuts(messages) == scan.partition_cuts_py(messages)
+    start = data.draw(st.integers(0, len(messages)))
+    stop = data.draw(st.integers(start, len(messages)))
+    assert scan.timestamp_range(messages, start, stop) == scan.timestamp_range_py(messages, start, stop)
+
+
+def test_timestamp_range_leaves_out_messages_without_one() -> None:
+    messages = [Message(timestamp=(1, 50)), Message(timestamp=(0, -1)), Message(timestamp=(2, 10))]
+    assert scan.timestamp_range(messages, 0, 3) == (10, 50)
+    assert scan.timestamp_range(messages, 1, 2) == (None, None)
+    assert scan.timestamp_range(messages, 1, 1) == (None, None)
+    with pytest.raises(IndexError):
+        scan.timestamp_range(messages, 2, 4)
+
+
+class _Lookalike:
+    """Not a confluent_kafka.Message: the C loops ask it through Python."""
+
+    def __init__(self, partition: int, stamp: tuple[int, int], error: object = None) -> None:
+        self._p, self._t, self._e = partition, stamp, error
+
+    def partition(self) -> int:
+        return self._p
+
+    def timestamp(self) -> tuple[int, int]:
+        return self._t
+
+    def error(self) -> object:
+        return self._e
+
+
+def test_other_objects_go_through_their_methods() -> None:
+    mixed: list[Any] = [
+        Message(partition=1, timestamp=(1, 5)), _Lookalike(1, (1, 3)), _Lookalike(2, (1, 9), error="x"),
+    ]
+    assert scan.first_error(mixed) == 2
+    assert scan.partition_cuts(mixed) == [2, 3]
+    assert scan.timestamp_range(mixed, 0, 3) == (3, 9)
+
+
+_values = st.lists(
+    st.one_of(
+        st.none(),
+        st.binary(max_size=12),
+        st.builds(lambda body: b"\x00\x00\x00\x00\x07" + body, st.binary(max_size=20)),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, st.sampled_from([0, 1, 5]))
+def test_join_agrees_with_python(values: list[bytes | None], header: int) -> None:
+    got, want = scan.join(values, b"\x00" * 8, header), scan.join_py(values, b"\x00" * 8, header)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert got[0] == want[0] == b"".join([*values, b"\x00" * 8])  # type: ignore[list-item]
+    assert got[1].tolist() == want[1].tolist()
+    assert got[2].tolist() == want[2].tolist()
+    assert got[3] is want[3]
+    firsts = {v[:header] for v in values if v is not None}
+    assert want[3] == (bool(values) and len(firsts) == 1 and all(len(v) >= header for v in values))  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=5, max_size=30), max_size=30), st.data())
+def test_bodies_agree_with_python(values: list[bytes], data: Any) -> None:
+    first = data.draw(st.integers(0, len(values)))
+    last = data.draw(st.integers(first, len(values)))
+    assert avro_wire._joined_bodies_c(values, first, last) == b"".join(v[5:] for v in values[first:last])
+    assert avro_wire._joined_bodies_py(values, first, last) == b"".join(v[5:] for v in values[first:last])
+
+
+def test_bodies_refuse_a_value_shorter_than_its_header() -> None:
+    with pytest.raises(ValueError, match="value 1"):
+        avro_wire._joined_bodies_c([b"\x00" * 6, b"\x00"], 0, 2)
