@@ -1,6 +1,8 @@
-"""Two small C loops (the consuming thread's per-message steps, see docs/benchmarks.md), built
-with the package. Both are optional: when no C compiler is at hand the build goes on without
-them and the pure-Python versions in sink/records/scan.py and formats/avro_wire.py run instead."""
+"""Three small C modules, built with the package (docs/benchmarks.md, "One pass in C"): the
+consuming thread's per-message loops, the Avro pass-through's bodies, and flat JSON lines parsed
+into Arrow buffers. All are optional: when no C compiler is at hand the build goes on without
+them, and the Python versions in sink/records/scan.py and formats/avro_wire.py and Arrow's JSON
+reader (formats/json_lines_arrow.py) run instead."""
 
 from setuptools import Extension, setup
 
@@ -8,5 +10,6 @@ setup(
     ext_modules=[
         Extension("sink.records._scan", ["sink/records/_scan.c"], optional=True),
         Extension("formats._wire", ["formats/_wire.c"], optional=True),
+        Extension("formats._json_lines", ["formats/_json_lines.c"], optional=True),
     ]
 )

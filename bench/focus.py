@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--records", type=int, default=300_000, help="as make bench (json1k rows: a fifth)")
     parser.add_argument("--profile", choices=("cprofile", "py-spy"), default=None)
+    parser.add_argument("--threads", action="store_true", help="print the sink's CPU seconds by thread")
     parser.add_argument("--keep", type=Path, default=None, help="keep output, logs and profiles here")
     args = parser.parse_args(argv)
 
@@ -127,11 +128,13 @@ def main(argv: list[str] | None = None) -> int:
             spies: list[subprocess.Popen[bytes] | None] = []
             stop = threading.Event()
             cpu: dict[str, float] = {}
+            threads: dict[str, dict[str, float]] = {}
 
             def at_assignment(run: h.SinkRun) -> None:
                 while run.assigned_at is None and not stop.is_set() and run.proc.poll() is None:
                     time.sleep(0.001)
                 cpu["start"] = _cpu_seconds(run.proc.pid)
+                threads["start"] = _thread_cpu(run.proc.pid)
                 if spy is not None:
                     spies.append(_py_spy(run, spy, stop))
 
@@ -143,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             def wait_watched(run: h.SinkRun, *a: Any, **kw: Any) -> float:
                 end = wait_all(run, *a, **kw)
                 cpu["end"] = _cpu_seconds(run.proc.pid)
+                threads["end"] = _thread_cpu(run.proc.pid)
                 for p in spies:  # the samples cover the timed part only, not the stop
                     if p is not None:
                         p.send_signal(signal.SIGINT)
@@ -160,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                         p.wait(30)
             if "start" in cpu and "end" in cpu:
                 got["cpu_s"] = cpu["end"] - cpu["start"]
+                got["threads_cpu_s"] = {
+                    name: end - threads["start"].get(name, 0.0) for name, end in threads["end"].items()
+                }
             return got
 
         bare: dict[str, list[dict[str, Any]]] = {}
@@ -177,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
                 line.append(f"{row} {got['rps']:,.0f} ({got['rps'] / bare[ROWS[row][0]][-1]['rps']:.2f}; "
                             f"best so far {best(runs[row])['rps'] / b:.2f}; cpu {got.get('cpu_s', 0):.2f} s)")
             say(f"round {round_no}: " + ", ".join(line))
+            if args.threads:
+                for row in args.rows:
+                    spent = sorted(runs[row][-1].get("threads_cpu_s", {}).items(), key=lambda kv: -kv[1])
+                    say(f"  {row} CPU s by thread: " + ", ".join(f"{n} {s:.3f}" for n, s in spent if s))
 
         say("")
         for kind in sorted(kinds):
@@ -218,6 +229,22 @@ def _cpu_seconds(pid: int) -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """User + system CPU seconds so far of each thread of ``pid``, summed by thread name
+    (``python`` is the consuming thread; ``rdk:*`` librdkafka's; ``kcql-sink-*`` the sink's)."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")].rstrip("0123456789_")
+        fields = text.rsplit(")", 1)[1].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def _spy_top(path: Path, top: int = 30) -> str:

@@ -53,6 +53,25 @@ def line_parse_options(avro: Any) -> pa_json.ParseOptions | None:
     )
 
 
+try:  # flat lines parsed in C (setup.py builds it when a compiler is at hand), else Arrow's reader
+    from formats import _json_lines
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _json_lines = None  # type: ignore[assignment]
+
+_C_KINDS = {pa.int64(): "long", pa.float64(): "double", pa.string(): "string", pa.bool_(): "boolean"}
+
+
+def _c_fields(schema: pa.Schema) -> tuple[tuple[str, str, bool], ...] | None:
+    """The C parser's field list for ``schema`` (name, kind, nullable), or None when it cannot
+    read that schema (or was not built). Only nullable fields: Arrow's reader makes every field
+    of its table nullable, so a schema with a non-null field never passes :meth:`LineParser.checked`
+    (inferred schemas have none: every inferred field is ``["null", T]``)."""
+    if _json_lines is None:
+        return None
+    fields = tuple((f.name, _C_KINDS.get(f.type, ""), f.nullable) for f in schema)
+    return fields if fields and all(kind and nullable for _, kind, nullable in fields) else None
+
+
 class _Parsed(NamedTuple):
     """A block's parse (None when Arrow refused it) and whether the block was all ASCII."""
 
@@ -76,12 +95,13 @@ class LineParser:
     Python code, so the checks' dozen small Arrow calls cost far more there than here.
     """
 
-    __slots__ = ("_checked_key", "_doubles", "_lines_key", "_options", "_schema")
+    __slots__ = ("_checked_key", "_doubles", "_fields", "_lines_key", "_options", "_schema")
 
     def __init__(self, options: pa_json.ParseOptions, schema: pa.Schema) -> None:
         self._options = options
         self._schema = schema
         self._doubles = [f.name for f in schema if pa.types.is_float64(f.type)]
+        self._fields = _c_fields(schema)
         # A batch's parse is memoised by schema, not by parser: the next file of a partition (a
         # new writer, a new parser, the same inferred schema) takes the parse its predecessor
         # started ahead, instead of parsing the batch again on the consuming thread.
@@ -89,7 +109,25 @@ class LineParser:
         self._checked_key = (_CHECKED, schema)
 
     def __call__(self, data: bytes) -> pa.Table | None:
-        """Arrow's parse of ``data``, unchecked; None when Arrow refuses it."""
+        """The parse of ``data``, unchecked; None when Arrow refuses it. The C parser
+        (``formats/_json_lines.c``) reads it when it can, else Arrow's reader."""
+        if self._fields is not None:
+            parsed = _json_lines.parse(data, self._fields)
+            if parsed is not None:
+                return self._table(*parsed)
+        return self.arrow(data)
+
+    def _table(self, rows: int, columns: list[tuple[int, bytes | None, bytes, bytes | None]]) -> pa.Table:
+        arrays = []
+        for field, (nulls, validity, values, text) in zip(self._schema, columns, strict=True):
+            buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
+            if text is not None:
+                buffers.append(pa.py_buffer(text))
+            arrays.append(pa.Array.from_buffers(field.type, rows, buffers, null_count=nulls))
+        return pa.Table.from_arrays(arrays, schema=self._schema)
+
+    def arrow(self, data: bytes) -> pa.Table | None:
+        """Arrow's reader's parse of ``data``, unchecked; None when it refuses it."""
         try:
             return pa_json.read_json(
                 pa.py_buffer(data),

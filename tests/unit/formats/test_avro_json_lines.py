@@ -147,20 +147,19 @@ def test_avro_parses_ahead_on_the_helper_thread_and_uses_that_parse(
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    import pyarrow.json as pa_json
-
+    from formats.json_lines_arrow import LineParser
     from sink.records.converters import ByteArrayConverter, JsonConverter, RecordConverter
     from sink.records.intake import BatchBuilder
     from tests.unit.formats.sinking import messages, sink
 
     parses: list[str] = []
-    read_json = pa_json.read_json
+    parse = LineParser.__call__
 
-    def spy(source: Any, *args: Any, **kwargs: Any) -> Any:
+    def spy(self: LineParser, data: bytes) -> Any:
         parses.append(threading.current_thread().name)
-        return read_json(source, *args, **kwargs)
+        return parse(self, data)
 
-    monkeypatch.setattr(pa_json, "read_json", spy)
+    monkeypatch.setattr(LineParser, "__call__", spy)
     monkeypatch.setattr(rows_module, "FREEZE_ROWS", 20)
     values: list[bytes | None] = [dumps(row(i, pad=20)) for i in range(400)]
     polls = [20, 50, 7, 100]

@@ -5,7 +5,7 @@ frozen flat schema (``LineParser``), possibly ahead on the batch's helper thread
 the same Kafka messages through batches with that form and through ``cheap_forms=False`` batches
 (see :mod:`tests.unit.formats.sinking`) and compares the files (JSON: byte for byte; PARQUET: the
 Arrow schema and the rows, read with pyarrow) and the record errors; and checks that the form was
-used where it should be: records converted one by one, ``pyarrow.json.read_json`` calls.
+used where it should be: records converted one by one, block parses (``LineParser.__call__``).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pyarrow.json as pa_json
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import formats._rows as rows_module
 from formats import FormatSettings, get_format
+from formats.json_lines_arrow import LineParser
 from kcql.model import EnvelopeFields, StoreFormat
 from sink.records.converters import JsonConverter, StringConverter
 from sink.records.intake import BatchBuilder
@@ -84,15 +84,16 @@ def small_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def arrow_parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
-    """Every ``pyarrow.json.read_json`` call: (thread name, bytes parsed)."""
+    """Every parse of a block of JSON lines (``LineParser.__call__``: the C parser, else Arrow's
+    reader): (thread name, bytes parsed)."""
     calls: list[tuple[str, int]] = []
-    read_json = pa_json.read_json
+    parse = LineParser.__call__
 
-    def spy(source: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append((threading.current_thread().name, source.size))
-        return read_json(source, *args, **kwargs)
+    def spy(self: LineParser, data: bytes) -> Any:
+        calls.append((threading.current_thread().name, len(data)))
+        return parse(self, data)
 
-    monkeypatch.setattr(pa_json, "read_json", spy)
+    monkeypatch.setattr(LineParser, "__call__", spy)
     yield calls
 
 
