@@ -76,9 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--records", type=int, default=300_000, help="as make bench (json1k rows: a fifth)")
     parser.add_argument("--profile", choices=("cprofile", "py-spy"), default=None)
-    parser.add_argument("--threads", action="store_true", help="print the sink's CPU seconds by thread")
+    parser.add_argument("--threads", action="store_true",
+                        help="print the sink's CPU seconds by thread (bench/thread_names names them)")
     parser.add_argument("--keep", type=Path, default=None, help="keep output, logs and profiles here")
     args = parser.parse_args(argv)
+    if args.threads:  # the sink processes inherit it: their threads get OS-level names
+        names = str(Path(__file__).resolve().parent / "thread_names")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [names, os.environ.get("PYTHONPATH")]))
 
     from sink.quickstart.embedded import make_client, start_seaweedfs, start_tansu
 

@@ -1,0 +1,1 @@
+"""A ``sitecustomize`` for the sink processes of ``python -m bench.focus --threads`` (see there)."""
