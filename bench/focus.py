@@ -236,8 +236,10 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _thread_cpu(pid: int) -> dict[str, float]:
-    """User + system CPU seconds so far of each thread of ``pid``, summed by thread name
-    (``python`` is the consuming thread; ``rdk:*`` librdkafka's; ``kcql-sink-*`` the sink's)."""
+    """User + system CPU seconds so far of each thread of ``pid``, summed by thread name without
+    its trailing number (``rdk:broker`` is librdkafka's; with ``bench/thread_names`` a Python
+    thread shows the last 15 characters of its name, the kernel's limit, e.g. ``ql-sink-ahead``
+    for the parse-ahead thread; without it, every Python thread is ``python``)."""
     out: dict[str, float] = {}
     tick = os.sysconf("SC_CLK_TCK")
     for stat in Path(f"/proc/{pid}/task").glob("*/stat"):

@@ -6,8 +6,9 @@ largest timestamps of a file's records, and (Confluent Avro) the values joined w
 starts and ends, all carrying one wire header. In Python each is a pass over the messages with
 a C call per message per attribute; together they were most of what STOREAS AVRO from Confluent
 Avro did beside ``consume()`` (docs/benchmarks.md, "One pass in C"). ``sink/records/_scan.c``
-does each in one C loop (one step in a fifth of the time), reading the timestamp where the
-message keeps it instead of building a tuple for it.
+does each in one C loop (the steps together in about a quarter of the time: ``python -m
+bench.loops``), reading the timestamp where the message keeps it instead of building a tuple
+for it.
 
 The C module is optional (``setup.py`` builds it when a compiler is at hand); :data:`NATIVE`
 says whether it is in use. Each function here has its Python version beside it (``*_py``), which
