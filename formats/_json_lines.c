@@ -334,10 +334,19 @@ parse_value(const char *p, const char *end, Column *c, Py_ssize_t row)
     case 'd': {
         int integer;
         const char *q = number_end(p, end, &integer);
-        if (q == NULL || q - p > 400) {
-            return NULL;
+        if (q == NULL || q - p > 300) {
+            return NULL; /* over 300 characters: near the double's range ends, Arrow's reader decides */
         }
-        char token[401];
+        for (const char *e = p; e < q; e++) {
+            if (*e == 'e' || *e == 'E') {
+                const char *digits = e + 1 + (e[1] == '+' || e[1] == '-');
+                if (q - digits > 2) {
+                    return NULL; /* a 3-digit exponent: RapidJSON refuses some strtod reads (0.0e310) */
+                }
+                break;
+            }
+        }
+        char token[301];
         memcpy(token, p, (size_t)(q - p));
         token[q - p] = '\0';
         char *stop;
