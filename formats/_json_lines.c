@@ -8,8 +8,10 @@
  * columns (nullable or not) of a schema known in advance. It accepts strict JSON only and gives
  * up (returns None) on anything it is not sure to read exactly as Arrow's reader does: a key
  * not in the schema, a key twice, a missing non-nullable field, a fraction or exponent in a long
- * column, a long outside int64, a nested value, an escaped key, a lone surrogate, invalid UTF-8,
- * more than 64 fields. formats/json_lines_arrow.py then asks Arrow's reader, as before, and the
+ * column, a long outside int64, a double with a 3-digit exponent or over 300 characters (near
+ * the ends of the double's range RapidJSON, under Arrow's reader, refuses some texts strtod reads,
+ * such as 0.0e310), a nested value, an escaped key, a lone surrogate, invalid UTF-8, more than 64
+ * fields. formats/json_lines_arrow.py then asks Arrow's reader, as before, and the
  * same checks apply to either table.
  *
  * Doubles are converted with strtod_l in the C locale: correctly rounded, like Python's float()
@@ -352,7 +354,7 @@ parse_value(const char *p, const char *end, Column *c, Py_ssize_t row)
         char *stop;
         double out = strtod_l(token, &stop, c_locale);
         if (stop != token + (q - p) || out == HUGE_VAL || out == -HUGE_VAL) {
-            return NULL; /* Arrow's reader refuses a number beyond the largest double */
+            return NULL; /* beyond the largest double (Arrow's reader refuses it too) */
         }
         memcpy(c->values + row * 8, &out, 8);
         return q;
