@@ -270,41 +270,33 @@ timestamp_range(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int any = 0;
     for (Py_ssize_t i = start; i < stop; i++) {
         PyObject *msg = PyList_GET_ITEM(messages, i);
-        if (timestamp_at != -1 && Py_TYPE(msg) == message_type) {
-            int32_t kind;
-            int64_t ms;
-            memcpy(&kind, (const char *)msg + kind_at, 4);
-            memcpy(&ms, (const char *)msg + timestamp_at, 8);
-            if (kind == 0) {
-                continue;
+        long long kind, ms;
+        if (timestamp_at != -1 && Py_TYPE(msg) == message_type) { /* read in place */
+            int32_t at_kind;
+            int64_t at_ms;
+            memcpy(&at_kind, (const char *)msg + kind_at, 4);
+            memcpy(&at_ms, (const char *)msg + timestamp_at, 8);
+            kind = at_kind;
+            ms = at_ms;
+        } else {
+            PyObject *pair = call(msg, M_TIMESTAMP);
+            if (pair == NULL) {
+                return NULL;
             }
-            if (!any) {
-                low = high = ms;
-                any = 1;
-            } else if (ms < low) {
-                low = ms;
-            } else if (ms > high) {
-                high = ms;
+            if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+                Py_DECREF(pair);
+                PyErr_SetString(PyExc_TypeError, "timestamp_range: timestamp() is not a (type, ms) pair");
+                return NULL;
             }
-            continue;
-        }
-        PyObject *pair = call(msg, M_TIMESTAMP);
-        if (pair == NULL) {
-            return NULL;
-        }
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            kind = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 0));
+            ms = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 1));
             Py_DECREF(pair);
-            PyErr_SetString(PyExc_TypeError, "timestamp_range: timestamp() is not a (type, ms) pair");
-            return NULL;
-        }
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0));
-        long long ms = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 1));
-        Py_DECREF(pair);
-        if (PyErr_Occurred()) {
-            return NULL;
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
         }
         if (kind == 0) {
-            continue;
+            continue; /* TIMESTAMP_NOT_AVAILABLE */
         }
         if (!any) {
             low = high = ms;
