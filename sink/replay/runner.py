@@ -124,11 +124,15 @@ def _replay(
     should_stop: Callable[[], bool],
 ) -> Progress:
     """Start (fence, read the position, reconcile), then passes until done."""
+    started = time.monotonic()
     targets = {p.topic: kafka.partitions(p.topic) for p in plans}
     kafka.ensure_position_topic()
+    topics_at = time.monotonic()
     kafka.init()
+    fenced_at = time.monotonic()
     partitioned = {_plan_id(p): bool(p.layout.partition_by) for p in plans}
     position = kafka.read_position(partitioned)
+    position_at = time.monotonic()
     if not position.found:
         # A first run: what the targets hold now is not ours. Its end offsets are committed as the
         # position (a transaction with no record of ours) before anything is produced, so a
@@ -138,6 +142,18 @@ def _replay(
         kafka.begin(position)
         kafka.commit(position)
     matchers = {t: Reconciler(kafka.landed_beyond(t, n, position)) for t, n in targets.items()}
+    ready_at = time.monotonic()
+    # where start-up time goes (each step is a broker round trip or a read to a partition's end)
+    log.info(
+        "replay %s ready in %.2fs: topics %.2fs, fencing %.2fs, position %.2fs (%s), reconcile %.2fs",
+        options.name,
+        ready_at - started,
+        topics_at - started,
+        fenced_at - topics_at,
+        position_at - fenced_at,
+        "found" if position.found else "first run",
+        ready_at - position_at,
+    )
     run = _Run(plans, storage, kafka, position, targets, matchers, key_ser, value_ser, options, progress)
     last_new = time.monotonic()
     while True:
@@ -205,6 +221,8 @@ class _Run:
         with the envelope; without it, file order).
         """
         touched = 0
+        started = time.monotonic()
+        records_before = self.progress.records + self.progress.recognised
         for plan in self.plans:
             pid = _plan_id(plan)
             ppos = self.position.plan(pid, bool(plan.layout.partition_by))
@@ -227,6 +245,13 @@ class _Run:
                         self.stopped_tps.add((pid, tp[0], tp[1]))
                         break
         self._commit()
+        if touched:
+            log.info(
+                "replay pass: %d file(s), %d record(s) in %.2fs",
+                touched,
+                self.progress.records + self.progress.recognised - records_before,
+                time.monotonic() - started,
+            )
         if self.options.until != Until() and not self.options.follow:
             self.finished = True
         return touched

@@ -153,11 +153,21 @@ def test_follow_replays_within_seconds_of_commit(kafka_bootstrap, topic_factory,
             # first the sink's commit (both partitions' files are visible), then the replay
             wait_for(lambda n=round_no: _avro_files(live) >= 2 * (n + 1), 60, "the sink's commit")
             committed_at = time.monotonic()
-            wait_for(
-                lambda n=round_no: len(read_topic(kafka_bootstrap, target)) == 20 * (n + 1), 30, "replayed"
-            )
+            reads: list[float] = []  # how long each read of the target took (part of the lag)
+
+            def replayed(n: int = round_no, reads: list[float] = reads) -> bool:
+                began = time.monotonic()
+                got = len(read_topic(kafka_bootstrap, target))
+                reads.append(time.monotonic() - began)
+                return got == 20 * (n + 1)
+
+            wait_for(replayed, 30, "replayed")
             lag = time.monotonic() - committed_at
-            assert lag < 5, f"replayed {lag:.1f}s after the sink's commit"
+            assert lag < 5, (
+                f"round {round_no}: replayed {lag:.1f}s after the sink's commit; {len(reads)} reads of the "
+                f"target, the longest {max(reads):.2f}s; replay log:\n"
+                + config.with_suffix(".log").read_text(errors="replace")[-4000:]
+            )
         assert proc.poll() is None, "--follow exited"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
