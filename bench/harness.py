@@ -178,58 +178,19 @@ def produce(
 # --- bare consume -------------------------------------------------------------------------------
 
 
-def bare_consume(bootstrap: str, data: Dataset, batch_size: int = 2000) -> dict[str, float]:
-    """Consume ``data`` with confluent-kafka the way the sink's consumer does, touching nothing.
+def bare_consume(bootstrap: str, data: Dataset) -> dict[str, float]:
+    """Bare confluent-kafka consume of ``data`` in a fresh process (:mod:`bench.bare`).
 
-    Messages are counted with ``len()`` and checked for errors with one C-level ``map`` per
-    ``consume()``, not a Python loop: the ceiling the sink is compared with is what the client
-    alone can do.
-
-    Same librdkafka settings as :func:`sink.runtime.consumer.consumer_config` (plus the session timeout the
-    bench gives the sink), same ``consume(num_messages=2000, timeout=0.2)`` loop, a fresh group.
     Returns ``{"rps", "seconds", "first_record_s"}`` (time from assignment to the first record).
     """
-    from confluent_kafka import Consumer, Message
-
-    message_error = Message.error  # a C method: map() calls it without a Python frame
-    conf = {
-        "bootstrap.servers": bootstrap,
-        "group.id": f"bench-bare-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "group.protocol": "classic",
-        "partition.assignment.strategy": "range",
-        "fetch.wait.max.ms": 100,
-        "fetch.queue.backoff.ms": 10,
-        "topic.metadata.refresh.interval.ms": 5000,
-        "session.timeout.ms": 6000,
-    }
-    consumer = Consumer(conf)
-    assigned: list[float] = []
-    consumer.subscribe([data.topic], on_assign=lambda c, p: assigned.append(time.monotonic()))
-    seen = 0
-    first = 0.0
-    deadline = time.monotonic() + 300
-    try:
-        while seen < data.records:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"bare consume of {data.topic}: {seen}/{data.records} records")
-            messages = consumer.consume(num_messages=batch_size, timeout=0.2)
-            if not messages:
-                continue
-            if not seen:
-                first = time.monotonic()
-            # no Python loop over the messages: the sink's batch path has none either (issue 24)
-            if any(map(message_error, messages)):
-                seen += sum(1 for msg in messages if msg.error() is None)
-            else:
-                seen += len(messages)
-        end = time.monotonic()
-    finally:
-        consumer.close()
-    start = assigned[0]
-    return {"rps": seen / (end - start), "seconds": end - start, "first_record_s": first - start}
+    got = subprocess.run(
+        [sys.executable, "-m", "bench.bare", bootstrap, data.topic, str(data.records)],
+        cwd=REPO, capture_output=True, text=True, timeout=330, check=False,
+    )
+    if got.returncode != 0:
+        raise RuntimeError(f"bare consume of {data.topic} exited {got.returncode}:\n{got.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(got.stdout.strip().splitlines()[-1])
+    return result
 
 
 # --- process RSS --------------------------------------------------------------------------------
