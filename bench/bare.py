@@ -15,7 +15,6 @@ import json
 import sys
 import time
 import uuid
-from typing import Any
 
 __all__ = ["consume", "main"]
 
@@ -27,27 +26,23 @@ def consume(bootstrap: str, topic: str, records: int, batch_size: int = 2000) ->
     ``consume()``, not a Python loop: the ceiling the sink is compared with is what the client
     alone can do.
 
-    Same librdkafka settings as :func:`sink.runtime.consumer.consumer_config` (plus the session
-    timeout the bench gives the sink), same ``consume(num_messages=2000, timeout=0.2)`` loop, a
-    fresh group, and the same garbage-collector set-up as ``kcql-sink run`` (collect, then freeze
-    what start-up made). Timed from the assignment, as the sink is.
+    The librdkafka settings are :func:`sink.runtime.consumer.consumer_config`'s (with the session
+    timeout the bench gives the sink), the loop the sink's ``consume(num_messages=2000,
+    timeout=0.2)``, the group a fresh one, and the garbage-collector set-up ``kcql-sink run``'s
+    (collect, then freeze what start-up made). Timed from the assignment, as the sink is.
     """
     from confluent_kafka import Consumer, Message
 
+    from sink.config.files import ConnectorConfig
+    from sink.runtime.consumer import consumer_config
+
     message_error = Message.error  # a C method: map() calls it without a Python frame
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": f"bench-bare-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "group.protocol": "classic",
-        "partition.assignment.strategy": "range",
-        "fetch.wait.max.ms": 100,
-        "fetch.queue.backoff.ms": 10,
-        "topic.metadata.refresh.interval.ms": 5000,
-        "session.timeout.ms": 6000,
-    }
+    # the sink's own settings, built by its own function (a fresh connector name: a fresh group)
+    # with the override the benchmark gives every sink run
+    cfg = ConnectorConfig(
+        f"bench-bare-{uuid.uuid4().hex[:8]}", {"consumer.override.session.timeout.ms": "6000"}
+    )
+    conf = consumer_config(cfg, bootstrap)
     consumer = Consumer(conf)
     assigned: list[float] = []
     consumer.subscribe([topic], on_assign=lambda c, p: assigned.append(time.monotonic()))
