@@ -10,7 +10,9 @@ stateful phases, positive and negative data) and checks each response:
 * ``unsupported_method``, ``allow_header_conformance``: a method the document does not list for a
   path is a 405 whose ``Allow`` lists exactly the documented ones;
 * ``use_after_free``, ``ensure_resource_availability`` (stateful): a deleted connector is gone, a
-  created one is there;
+  created one is there; ``use_after_free`` leaves out ``GET /connectors/{connector}/topics``, which
+  Connect answers for any name with a 200 and no topics (``use_after_free_but_topics`` in the
+  hooks; a long two-client run of 2026-11-28 caught it there);
 * ``secrets_never_returned`` (tests/integration/_rest_fuzz_hooks.py): a secret POSTed in a config
   never comes back in clear; half of the generated config bodies are laid under a valid config
   holding a secret, so connectors with secrets are really created, changed and read back;
@@ -42,7 +44,7 @@ from tests.integration._worker_support import REPO, Worker
 
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
-    "response_schema_conformance,unsupported_method,allow_header_conformance,use_after_free,"
+    "response_schema_conformance,unsupported_method,allow_header_conformance,use_after_free_but_topics,"
     "ensure_resource_availability,secrets_never_returned"
 )
 AUTH = "fuzz-admin:fuzz-" + uuid.uuid4().hex[:12]
@@ -237,3 +239,32 @@ def test_schemathesis_long_run_with_basic_auth(auth_worker, fuzz_topic, tmp_path
         checks=CHECKS + ",ignored_auth",
     )
     assert_clean_run(proc, counts, secret, auth_worker)
+
+
+def test_use_after_free_is_left_out_only_for_the_active_topics_read(monkeypatch):
+    """The hook's wrapper hands every operation but ``getConnectorActiveTopics`` to schemathesis'
+    own ``use_after_free``, so a deleted connector still answering elsewhere fails the run."""
+    import types
+
+    from schemathesis.specs.openapi import checks
+
+    from tests.integration import _rest_fuzz_hooks as hooks
+
+    seen: list[str] = []
+
+    def fake(ctx, response, case):
+        seen.append(case.operation.definition.raw["operationId"])
+        raise AssertionError("use after free")
+
+    monkeypatch.setattr(checks, "use_after_free", fake)
+
+    def case(op: str) -> types.SimpleNamespace:
+        return types.SimpleNamespace(
+            operation=types.SimpleNamespace(definition=types.SimpleNamespace(raw={"operationId": op}))
+        )
+
+    assert hooks.use_after_free_but_topics(None, None, case("getConnectorActiveTopics")) is None
+    for op in ("getConnector", "getConnectorStatus", "getConnectorConfig", "getTaskConfigs"):
+        with pytest.raises(AssertionError, match="use after free"):
+            hooks.use_after_free_but_topics(None, None, case(op))
+    assert seen == ["getConnector", "getConnectorStatus", "getConnectorConfig", "getTaskConfigs"]
