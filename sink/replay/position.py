@@ -1,7 +1,8 @@
 """The replay position: which archived records have landed in Kafka, written inside each transaction.
 
-A position is one JSON record in a position topic (default ``_kcql-sink-replay-positions``, one
-partition), keyed by the replay's name and produced in the same Kafka transaction as the records it
+A position is one JSON record in a position topic (default ``_kcql-sink-replay-positions``; the
+partition of the name's hash, see :func:`sink.replay.producer.position_partition`), keyed by the
+replay's name and produced in the same Kafka transaction as the records it
 accounts for, after they were acknowledged. So it commits (or aborts) with them: on Kafka a
 ``read_committed`` reader of the position topic sees exactly the position of the last committed
 transaction. It holds, per statement (``bucket:prefix``):

@@ -145,13 +145,17 @@ def _replay(
     ready_at = time.monotonic()
     # where start-up time goes (each step is a broker round trip or a read to a partition's end)
     log.info(
-        "replay %s ready in %.2fs: topics %.2fs, fencing %.2fs, position %.2fs (%s), reconcile %.2fs",
+        "replay %s ready in %.2fs: topics %.2fs, fencing %.2fs, position %.2fs (%s; %d records of %s[%d] "
+        "read), reconcile %.2fs",
         options.name,
         ready_at - started,
         topics_at - started,
         fenced_at - topics_at,
         position_at - fenced_at,
         "found" if position.found else "first run",
+        kafka.position_records_read,
+        options.position_topic,
+        kafka.position_partition,
         ready_at - position_at,
     )
     run = _Run(plans, storage, kafka, position, targets, matchers, key_ser, value_ser, options, progress)

@@ -208,3 +208,22 @@ def test_reconciler_takes_what_a_killed_transaction_left_in_order_and_passes_ove
     assert rec.take(0, b"k3", b"v3", list(h), 12) is None  # beyond what landed: produce it
     assert rec.take(1, b"k1", b"v1", list(h), 10) is None  # nothing visible in partition 1
     assert Reconciler({0: [(b"k", b"v", (), 7, 3)]}).take(0, b"k", b"v", [], 8) is None  # timestamps differ
+
+
+def test_murmur2_is_kafkas_and_positions_go_where_its_default_partitioner_puts_the_name():
+    from sink.replay.producer import murmur2, position_partition
+
+    # org.apache.kafka.common.utils.UtilsTest.testMurmur2
+    cases = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        b"abc": 479470107,
+    }
+    assert {k: murmur2(k) for k in cases} == cases
+    assert position_partition("abc", 25) == (479470107 & 0x7FFFFFFF) % 25
+    assert position_partition("foobar", 25) == (-790332482 & 0x7FFFFFFF) % 25  # toPositive, not abs
+    assert {position_partition(f"replay-{i}", 1) for i in range(50)} == {0}  # a one-partition topic
+    assert len({position_partition(f"replay-{i}", 25) for i in range(200)}) == 25
