@@ -393,8 +393,9 @@ def table(result: dict[str, Any]) -> str:
     load = f"1-min load average {result['loadavg_start']:.1f} at start, {result['loadavg_end']:.1f} at end"
     bare = f"bare confluent-kafka consume: {result['bare_consume_rps']:,.0f} records/s (~170 B JSON)"
     if result.get("repeat", 1) > 1:
-        load += (f"; every timing the best of {result['repeat']}; 'paired': the median of the rounds' "
-                 "ratios to the bare consume run just before each")
+        load += (f"; every sink timing the best of {result['repeat']} (bare consume: of every run paired "
+                 "with one); 'paired': the median of the rounds' ratios to the bare consume run just "
+                 "before each")
     lines = [f"{bare}; {load}", "",
              (f"{'run':<26}{'records':>9}{'rec/s':>10}{'MB/s':>8}{'x bare':>8}{'paired':>8}{'x quix':>8}"
               f"{'RSS MB':>8}")]
