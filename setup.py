@@ -1,8 +1,9 @@
-"""Three small C modules, built with the package (docs/benchmarks.md, "One pass in C"): the
-consuming thread's per-message loops, the Avro pass-through's bodies, and flat JSON lines parsed
-into Arrow buffers. All are optional: when no C compiler is at hand the build goes on without
-them, and the Python versions in sink/records/scan.py and formats/avro_wire.py and Arrow's JSON
-reader (formats/json_lines_arrow.py) run instead."""
+"""Four small C modules, built with the package (docs/benchmarks.md, "One pass in C"): the
+consuming thread's per-message loops, the Avro pass-through's bodies, flat JSON lines parsed
+into Arrow buffers, and flat Avro bodies checked and decoded. All are optional: when no C
+compiler is at hand the build goes on without them, and the Python versions in
+sink/records/scan.py, formats/avro_wire.py and formats/avro_columns.py and Arrow's JSON reader
+(formats/json_lines_arrow.py) run instead."""
 
 from setuptools import Extension, setup
 
@@ -11,5 +12,6 @@ setup(
         Extension("sink.records._scan", ["sink/records/_scan.c"], optional=True),
         Extension("formats._wire", ["formats/_wire.c"], optional=True),
         Extension("formats._json_lines", ["formats/_json_lines.c"], optional=True),
+        Extension("formats._avro_flat", ["formats/_avro_flat.c"], optional=True),
     ]
 )

@@ -1,7 +1,8 @@
 """Bare confluent-kafka consume of one topic, in a process of its own: the ceiling of the ratios.
 
 ``python -m bench.bare BOOTSTRAP TOPIC RECORDS`` prints one JSON object
-``{"rps", "seconds", "first_record_s"}``. It runs in a fresh process, as every ``kcql-sink run`` it
+``{"rps", "seconds", "first_record_s", "cpu_s"}`` (``cpu_s``: the process's CPU seconds, all threads,
+from the assignment to the last record). It runs in a fresh process, as every ``kcql-sink run`` it
 is compared with does, so neither side carries the benchmark's own heap, threads (the test Schema
 Registry serves from one) or garbage collections: timed in the benchmark's process, bare consume
 of 300,000 records took 0.48-1.07 s within one run while the sink on the same topic held
@@ -45,7 +46,13 @@ def consume(bootstrap: str, topic: str, records: int, batch_size: int = 2000) ->
     conf = consumer_config(cfg, bootstrap)
     consumer = Consumer(conf)
     assigned: list[float] = []
-    consumer.subscribe([topic], on_assign=lambda c, p: assigned.append(time.monotonic()))
+    cpu_at_assignment: list[float] = []
+
+    def on_assign(_consumer: Consumer, _partitions: list[object]) -> None:
+        assigned.append(time.monotonic())
+        cpu_at_assignment.append(time.process_time())
+
+    consumer.subscribe([topic], on_assign=on_assign)
     gc.collect()
     gc.freeze()
     seen = 0
@@ -66,10 +73,13 @@ def consume(bootstrap: str, topic: str, records: int, batch_size: int = 2000) ->
             else:
                 seen += len(messages)
         end = time.monotonic()
+        cpu = time.process_time() - cpu_at_assignment[0]
     finally:
         consumer.close()
     start = assigned[0]
-    return {"rps": seen / (end - start), "seconds": end - start, "first_record_s": first - start}
+    return {
+        "rps": seen / (end - start), "seconds": end - start, "first_record_s": first - start, "cpu_s": cpu,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

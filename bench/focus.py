@@ -178,15 +178,21 @@ def main(argv: list[str] | None = None) -> int:
         for round_no in range(1, args.rounds + 1):
             line = []
             for kind in sorted(kinds):
+                broker_before = _cpu_seconds(broker.pid)
                 got = h.bare_consume(broker.bootstrap, data[kind])
+                got["broker_cpu_s"] = _cpu_seconds(broker.pid) - broker_before
                 bare.setdefault(kind, []).append(got)
-                line.append(f"bare {kind} {got['rps']:,.0f}")
+                line.append(f"bare {kind} {got['rps']:,.0f} (cpu {got.get('cpu_s', 0):.2f} s, "
+                            f"broker {got['broker_cpu_s']:.2f} s)")
             for row in args.rows:
+                broker_before = _cpu_seconds(broker.pid)
                 got = sink(row, f"{row}-{round_no}")
+                got["broker_cpu_s"] = _cpu_seconds(broker.pid) - broker_before
                 runs.setdefault(row, []).append(got)
                 b = best(bare[ROWS[row][0]])["rps"]
                 line.append(f"{row} {got['rps']:,.0f} ({got['rps'] / bare[ROWS[row][0]][-1]['rps']:.2f}; "
-                            f"best so far {best(runs[row])['rps'] / b:.2f}; cpu {got.get('cpu_s', 0):.2f} s)")
+                            f"best so far {best(runs[row])['rps'] / b:.2f}; cpu {got.get('cpu_s', 0):.2f} s, "
+                            f"broker {got['broker_cpu_s']:.2f} s)")
             say(f"round {round_no}: " + ", ".join(line))
             if args.threads:
                 for row in args.rows:

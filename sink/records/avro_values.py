@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from formats.avro_columns import _PAD, FlatField, _Malformed, _varints, decode_columns
+from formats.avro_columns import _PAD, FlatField, _Malformed, _varints, decode_columns, field_codes, native
 from formats.avro_wire import WIRE_HEADER
 from sink.records.scan import join
 
@@ -133,7 +133,7 @@ def decode_values(
     they lie: no second list of the values, join, or copy to pad them."""
     if isinstance(values, Joined):
         batch: Any = decode_columns(
-            values.data, values.starts + WIRE_HEADER, values.ends, fields, arrow_schema, padded=True
+            values.data, values.starts, values.ends, fields, arrow_schema, padded=True, header=WIRE_HEADER
         )
         return batch
     lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
@@ -153,7 +153,18 @@ def check_values(values: Sequence[bytes], fields: tuple[FlatField, ...]) -> bool
 def check_joined(joined: Joined, fields: tuple[FlatField, ...], *, same_header: bool = True) -> bool:
     """Whether :func:`decode_values` would decode every body of ``joined`` (values that are each
     a 5-byte wire header and a body; ``same_header``: all of one header, as a run of one schema
-    id is) cleanly, walked field by field as it does, without building the columns.
+    id is) cleanly, without building the columns: the C module's first walk
+    (``formats/_avro_flat.c``) when it was built, else :func:`check_joined_py`."""
+    c = native()
+    if c is None:
+        return check_joined_py(joined, fields, same_header=same_header)
+    kinds, nulls = field_codes(fields)
+    ok: bool = c.check(joined.data, joined.starts, joined.ends, WIRE_HEADER, kinds, nulls)
+    return ok
+
+
+def check_joined_py(joined: Joined, fields: tuple[FlatField, ...], *, same_header: bool = True) -> bool:
+    """:func:`check_joined` with numpy, walked field by field as the numpy decoder does.
 
     The same checks: union branches 0/1, ints in range, booleans 0/1, varints of at most 10
     bytes, lengths that stay inside their record, no bytes left over, at most 2 GiB of text per

@@ -221,7 +221,8 @@ def test_all_null_and_no_null_columns_and_one_record() -> None:
 
 def test_bodies_out_of_order_in_the_joined_bytes_decode_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     """Text columns are cut from the joined bytes by offsets when the bodies lie in order there
-    (the sink's batches); bodies given in any other order take the byte-by-byte gather, same rows."""
+    (the sink's batches); bodies given in any other order take the byte-by-byte gather, same rows.
+    (The numpy decoder's two ways; the C module copies each text where it lies, in any order.)"""
     schema = _record([
         {"name": "s", "type": "string"},
         {"name": "n", "type": ["null", "string"]},
@@ -235,6 +236,8 @@ def test_bodies_out_of_order_in_the_joined_bytes_decode_the_same(monkeypatch: py
     fields = flat_fields(schema)
     assert fields is not None
     order = np.array([3, 0, 6, 1, 5, 2, 4])
+    from_c = decode_columns(data, starts[order], ends[order], fields, avro_to_arrow(schema))
+    monkeypatch.setattr(avro_columns, "_native", None)
     gathered = []
     real = avro_columns._gathered
     monkeypatch.setattr(avro_columns, "_gathered", lambda *args: gathered.append(1) or real(*args))
@@ -243,6 +246,8 @@ def test_bodies_out_of_order_in_the_joined_bytes_decode_the_same(monkeypatch: py
     assert got is not None and want is not None
     assert_same_batch(got, want)
     assert len(gathered) == 3  # every text column took the fallback
+    assert from_c is not None
+    assert_same_batch(from_c, want)
 
 
 def test_non_canonical_varints_decode_as_fastavro_reads_them() -> None:
