@@ -1,9 +1,9 @@
-"""Four small C modules, built with the package (docs/benchmarks.md, "One pass in C"): the
+"""Five small C modules, built with the package (docs/benchmarks.md, "One pass in C"): the
 consuming thread's per-message loops, the Avro pass-through's bodies, flat JSON lines parsed
-into Arrow buffers, and flat Avro bodies checked and decoded. All are optional: when no C
-compiler is at hand the build goes on without them, and the Python versions in
-sink/records/scan.py, formats/avro_wire.py and formats/avro_columns.py and Arrow's JSON reader
-(formats/json_lines_arrow.py) run instead."""
+into Arrow buffers, flat Avro bodies checked and decoded, and one-line JSON values joined and
+checked. All are optional: when no C compiler is at hand the build goes on without them, and
+the Python versions in sink/records/scan.py, sink/records/json_text.py, formats/avro_wire.py
+and formats/avro_columns.py and Arrow's JSON reader (formats/json_lines_arrow.py) run instead."""
 
 from setuptools import Extension, setup
 
@@ -13,5 +13,6 @@ setup(
         Extension("formats._wire", ["formats/_wire.c"], optional=True),
         Extension("formats._json_lines", ["formats/_json_lines.c"], optional=True),
         Extension("formats._avro_flat", ["formats/_avro_flat.c"], optional=True),
+        Extension("sink.records._json_text", ["sink/records/_json_text.c"], optional=True),
     ]
 )

@@ -16,6 +16,13 @@ UTF-8. Where msgspec is more lenient than ``json.loads`` (integers longer than P
 nesting deeper than its recursion limit) the run is refused too; where it is stricter (NaN, lone
 surrogates) likewise. A refused run only costs speed: its records are then converted one by one,
 exactly as the converter decides, and the converter reports the bad record to the error policy.
+
+Both steps were about a microsecond per record on the consuming thread together.
+``sink/records/_json_text.c`` does each in one C pass when it was built (:data:`NATIVE`): the
+join with its framing check, and a strict JSON check of the joined lines that refuses whatever
+msgspec or ``json.loads`` would (see there), without the GIL when asked, so that a format can
+run it on the helper thread (:func:`valid_text`). The Python versions here (``*_py``) run
+otherwise, and the tests hold the C ones to them.
 """
 
 from __future__ import annotations
@@ -23,11 +30,25 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 import msgspec
 import numpy as np
 
-__all__ = ["JsonRun", "json_runs", "valid_lines"]
+__all__ = ["NATIVE", "JsonRun", "json_runs", "valid_lines", "valid_text"]
+
+
+def _load() -> ModuleType | None:
+    try:
+        from sink.records import _json_text
+    except ImportError:
+        return None
+    return _json_text
+
+
+_native = _load()
+NATIVE = _native is not None
+"""Whether ``sink/records/_json_text.c`` was built and joins and checks the lines."""
 
 _NL, _OPEN, _CLOSE = ord("\n"), ord("{"), ord("}")
 _RAW_ARRAY = msgspec.json.Decoder(list[msgspec.Raw])
@@ -49,6 +70,13 @@ def _framed(value: bytes | None) -> bool:
 
 def _joined(values: Sequence[bytes | None]) -> bytes | None:
     """The values joined by newlines when every one is a framed one-line object, else ``None``."""
+    if _native is not None and type(values) is list:
+        joined: bytes | None = _native.join(values)
+        return joined
+    return _joined_py(values)
+
+
+def _joined_py(values: Sequence[bytes | None]) -> bytes | None:
     try:
         data = b"\n".join(values)  # type: ignore[arg-type]  # a tombstone (None) raises TypeError
     except TypeError:
@@ -92,11 +120,28 @@ def json_runs(values: Sequence[bytes | None]) -> list[JsonRun]:
 
 
 def valid_lines(values: Sequence[bytes], data: bytes) -> bool:
-    """Whether every one of ``values`` (framed, joined as ``data``) is one valid JSON document.
+    """Whether every one of ``values`` (framed, joined as ``data``) is one valid JSON document."""
+    if _native is not None:
+        return valid_text(data, len(values))
+    return valid_lines_py(values, data)
 
-    Parsed as one array (``[v0,v1,...]``) into raw slices: a value with two documents, or half of
-    one, gives a slice count or a slice length that differs from the values'.
-    """
+
+def valid_text(data: bytes, count: int, *, release: bool = False) -> bool:
+    """Whether ``data`` (framed values joined by newlines) is ``count`` lines, each one valid
+    JSON document; ``release``: without the GIL (for a helper thread). Needs :data:`NATIVE`."""
+    assert _native is not None  # noqa: S101 - callers check NATIVE
+    ok: bool = _native.valid(data, count, _MAX_DIGITS, release)
+    return ok
+
+
+_MAX_DIGITS = sys.get_int_max_str_digits()
+"""Longest integer ``json.loads`` converts (0: no limit), for the C check."""
+
+
+def valid_lines_py(values: Sequence[bytes], data: bytes) -> bool:
+    """:func:`valid_lines` with msgspec: the values parsed as one array (``[v0,v1,...]``) into
+    raw slices; a value with two documents, or half of one, gives a slice count or a slice
+    length that differs from the values'."""
     parts = list(values)
     parts[0] = b"[" + parts[0]
     parts[-1] = parts[-1] + b"]"

@@ -1,0 +1,6 @@
+"""Types of the C module ``sink/records/_json_text.c`` (see :mod:`sink.records.json_text`)."""
+
+from typing_extensions import Buffer
+
+def join(values: list[bytes | None], /) -> bytes | None: ...
+def valid(data: Buffer, count: int, max_int_digits: int, release: bool, /) -> bool: ...
