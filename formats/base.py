@@ -91,11 +91,6 @@ class Batch(Protocol):
         parser rejects what is not valid.
         """
 
-    def check_json_ahead(self) -> bool:
-        """Start, on the batch's helper thread, the check a later ``json_lines(checked=True)``
-        needs, when it can run there without holding the GIL; whether it was started (the
-        batch has the joined form, a helper thread and such a check)."""
-
     def avro_columns(self) -> tuple[pa.RecordBatch, Any] | None:
         """The values decoded column by column into Arrow, and the Avro schema they were written
         with (values of one flat record schema only)."""

@@ -91,12 +91,6 @@ class JsonWriter(StagingWriter):
         except (TypeError, ValueError) as exc:
             raise RecordFormatError(f"cannot write the value as JSON: {exc}", record, index) from exc
 
-    def prefetch(self, batch: Batch) -> bool:
-        """The check of the joined lines (that each is one valid JSON document), on the helper
-        thread while the consumer fetches: it was the largest cost of JSON -> JSON on the
-        consuming thread, and the C check runs there without the GIL."""
-        return self._envelope is None and batch.check_json_ahead()
-
     def append(self, batch: Batch) -> int:
         if self._envelope is None:
             # schemaless JSON values are written as their one-line text anyway: all at once

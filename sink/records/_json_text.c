@@ -10,13 +10,13 @@
  *   join(values) -> bytes | None
  *       b"\n".join(values) when every value is bytes framed as a one-line object: starts with
  *       "{", ends with "}", holds no "\n" and no "\r". None otherwise (a tombstone included).
- *   valid(data, count, max_int_digits, release) -> bool
+ *   valid(data, count, max_int_digits) -> bool
  *       Whether data is exactly count lines, each one JSON document and nothing else (RFC 8259,
  *       strict), that Python's json.loads takes as msgspec does: no NaN or Infinity, no lone
  *       surrogate escapes, strings of valid UTF-8 without control characters, no integer of
  *       more than max_int_digits digits (0: no limit; sys.get_int_max_str_digits), at most
  *       MAX_DEPTH objects and arrays inside each other, no blanks before or after the document. A refusal only costs speed: the records then go one by one through
- *       the JSON converter, which decides. release: walk without the GIL (on a helper thread).
+ *       the JSON converter, which decides.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -352,8 +352,8 @@ lines_valid(const uint8_t *data, Py_ssize_t size, Py_ssize_t count, Py_ssize_t m
 static PyObject *
 valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "valid(data, count, max_int_digits, release)");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "valid(data, count, max_int_digits)");
         return NULL;
     }
     Py_buffer view;
@@ -362,20 +362,11 @@ valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_ssize_t count = PyLong_AsSsize_t(args[1]);
     Py_ssize_t max_digits = PyLong_AsSsize_t(args[2]);
-    int release = PyObject_IsTrue(args[3]);
-    if (PyErr_Occurred() || release < 0) {
+    if (PyErr_Occurred()) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    int ok;
-    if (release) {
-        Py_BEGIN_ALLOW_THREADS
-        ok = lines_valid(view.buf, view.len, count, max_digits);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        ok = lines_valid(view.buf, view.len, count, max_digits);
-    }
+    int ok = lines_valid(view.buf, view.len, count, max_digits);
     PyBuffer_Release(&view);
     return PyBool_FromLong(ok);
 }
@@ -426,7 +417,7 @@ static PyMethodDef methods[] = {
     {"join", (PyCFunction)join, METH_O,
      "join(values) -> bytes | None: the values joined by newlines when each is a one-line object"},
     {"valid", (PyCFunction)(void (*)(void))valid, METH_FASTCALL,
-     "valid(data, count, max_int_digits, release) -> bool: count lines, each one valid JSON document"},
+     "valid(data, count, max_int_digits) -> bool: count lines, each one valid JSON document"},
     {NULL, NULL, 0, NULL},
 };
 

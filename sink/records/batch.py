@@ -32,7 +32,7 @@ import pyarrow as pa
 from confluent_kafka import Message
 
 from formats.avro_wire import WireValues
-from sink.records import avro_values, json_text
+from sink.records import avro_values
 from sink.records.avro_values import Joined, join_values
 from sink.records.json_text import valid_lines
 from sink.records.record import SinkRecord
@@ -55,7 +55,7 @@ class Source:
     the cheap forms. Built by :mod:`sink.records.intake` (or :func:`batches_of`); not used directly."""
 
     __slots__ = (
-        "_avro", "_bodies", "_decoded", "_joined", "_json_check", "_json_ends", "_json_valid", "_offsets",
+        "_avro", "_bodies", "_decoded", "_joined", "_json_ends", "_json_valid", "_offsets",
         "avro", "check_json", "convert", "executor", "json", "messages", "records",
         "transformed", "values",
     )
@@ -91,8 +91,6 @@ class Source:
         self._offsets: list[int] | None = None
         self._json_ends: np.ndarray | None = None
         self._json_valid: bool | None = None
-        self._json_check: Future[bool] | None = None
-        """The check of the whole text on the helper thread (:meth:`check_json_ahead`)."""
         self._avro: tuple[pa.RecordBatch, Any] | None = None
         self._decoded = False
         self._bodies: tuple[Any] | None = None
@@ -143,8 +141,6 @@ class Source:
             data = data[(int(ends[start - 1]) + 1 if start else 0) : int(ends[stop - 1])]
         if not checked or not self.check_json:
             return data
-        if self._json_valid is None and self._json_check is not None:
-            self._json_valid = self._json_check.result()
         if self._json_valid is None:
             values: list[bytes] = self.values or list(map(_value, self.messages))  # type: ignore[arg-type]
             self._json_valid = valid_lines(values, whole_text)
@@ -152,19 +148,6 @@ class Source:
             return data if self._json_valid else None
         part: list[bytes] = list(map(_value, self.messages[start:stop]))  # type: ignore[arg-type,index]
         return data if valid_lines(part, data) else None
-
-    def check_json_ahead(self) -> bool:
-        """Start the check of the whole joined text on the helper thread, where the C check
-        runs without the GIL (:func:`~sink.records.json_text.valid_text`); whether it started."""
-        if self._json_check is not None:
-            return True
-        text = self.json
-        if text is None or not self.check_json or self.executor is None or self._json_valid is not None:
-            return False
-        if not json_text.NATIVE:  # msgspec holds the GIL: ahead it would only contend for it
-            return False
-        self._json_check = self.executor.submit(json_text.valid_text, text, len(self.records), release=True)
-        return True
 
     def avro_schema(self) -> tuple[Any, pa.Schema] | None:
         """The values' writer schema and its Arrow schema (a registry lookup, cached; no decoding)."""
@@ -463,10 +446,6 @@ class RecordBatch:
     def json_lines(self, *, checked: bool = True) -> bytes | None:
         """See ``formats.base.Batch.json_lines``."""
         return self._src.json_lines(self._start, self._stop, checked)
-
-    def check_json_ahead(self) -> bool:
-        """See ``formats.base.Batch.check_json_ahead``."""
-        return self._src.check_json_ahead()
 
     def avro_columns(self) -> tuple[pa.RecordBatch, Any] | None:
         """See ``formats.base.Batch.avro_columns``."""

@@ -61,8 +61,12 @@ __all__ = ["RuntimeOptions", "SinkRuntime", "SinkTaskLike", "TaskFailedError"]
 
 log = logging.getLogger(__name__)
 
-HELD_POLL = 0.01
-"""consume() timeout while a batch is held for its prefetch (see :meth:`SinkRuntime.feed`)."""
+HELD_POLL = 0.001
+"""consume() timeout while a batch is held for its prefetch (see :meth:`SinkRuntime.feed`).
+
+Short: when nothing more comes, the held batches are written after this wait, so it is added to
+the latency of the last records of a burst (at 10 ms it was 2-3% of a benchmark run). A consume()
+that comes back empty only costs a loop turn, and only while batches are held."""
 
 AHEAD = 2
 """consume() calls whose prefetched batches are held before the oldest is written: the helper
