@@ -11,7 +11,6 @@ of 300,000 records took 0.48-1.07 s within one run while the sink on the same to
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 import time
@@ -30,11 +29,12 @@ def consume(bootstrap: str, topic: str, records: int, batch_size: int = 2000) ->
     The librdkafka settings are :func:`sink.runtime.consumer.consumer_config`'s (with the session
     timeout the bench gives the sink), the loop the sink's ``consume(num_messages=2000,
     timeout=0.2)``, the group a fresh one, and the garbage-collector set-up ``kcql-sink run``'s
-    (collect, then freeze what start-up made). Timed from the assignment, as the sink is.
+    (:func:`sink.runtime.collector.settle_heap`). Timed from the assignment, as the sink is.
     """
     from confluent_kafka import Consumer, Message
 
     from sink.config.files import ConnectorConfig
+    from sink.runtime.collector import settle_heap
     from sink.runtime.consumer import consumer_config
 
     message_error = Message.error  # a C method: map() calls it without a Python frame
@@ -53,8 +53,7 @@ def consume(bootstrap: str, topic: str, records: int, batch_size: int = 2000) ->
         cpu_at_assignment.append(time.process_time())
 
     consumer.subscribe([topic], on_assign=on_assign)
-    gc.collect()
-    gc.freeze()
+    settle_heap()
     seen = 0
     first = 0.0
     deadline = time.monotonic() + 300

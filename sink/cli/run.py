@@ -19,7 +19,6 @@ resumes from the storage index.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import signal
@@ -33,6 +32,7 @@ from typing import Any
 
 from kcql.errors import ConfigError, ConfigProblem, SinkError
 from sink.config.files import ConnectorConfig, load_connector_config
+from sink.runtime.collector import settle_heap
 
 __all__ = ["register", "run_command", "validate"]
 
@@ -179,11 +179,7 @@ def _run_one(runtime: Any, task_id: int, timeout: float, child: bool) -> int:
     signals = _Signals(stop, timeout, child=child)
     signals.install()
     started = time.monotonic()
-    # Everything alive now (modules, the compiled plans, converters and clients) lives as long as
-    # the process: frozen, the full collections that the consume loop's allocations trigger do
-    # not walk those ~75,000 objects again each time (tens of milliseconds apiece)
-    gc.collect()
-    gc.freeze()
+    settle_heap()  # before the consume loop: sink/runtime/collector.py says why
     try:
         runtime.run(stop)
     except SinkError as exc:

@@ -55,6 +55,7 @@ def run_worker(args: argparse.Namespace) -> int:
     from sink.rest.app import serve
     from sink.rest.herder import Herder
     from sink.rest.store import StateStore
+    from sink.runtime.collector import settle_heap
 
     if args.basic_auth is not None and ":" not in args.basic_auth:
         raise ConfigError([ConfigProblem("--basic-auth", HIDDEN, "must be user:password")])
@@ -73,5 +74,6 @@ def run_worker(args: argparse.Namespace) -> int:
             args.host,
         )
     herder = Herder(store, f"{args.host}:{args.port}", args.bootstrap_servers)
+    settle_heap()  # the tasks' consume loops run in this process: sink/runtime/collector.py
     serve(herder, args.host, args.port, args.basic_auth or None)
     return 0
