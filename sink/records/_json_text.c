@@ -22,19 +22,23 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_DEPTH 256 /* json.loads takes about a thousand: deeper values go the per-record way */
 
 typedef struct {
     const uint8_t *p;
-    const uint8_t *end; /* the end of the line */
+    const uint8_t *end;   /* the end of the line */
+    const uint8_t *limit; /* the end of the data: reads ahead stay before it */
     Py_ssize_t max_digits;
 } Cursor;
 
 static inline void
 skip_ws(Cursor *c)
 {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) {
+    while (c->p < c->end && *c->p <= ' ' && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) {
         c->p++;
     }
 }
@@ -111,7 +115,29 @@ string(Cursor *c)
 {
     const uint8_t *p = c->p + 1, *end = c->end;
     for (;;) {
-        while (end - p >= 8) {
+        int found = 0; /* p is at a byte that ends the fast scan */
+#if defined(__SSE2__)
+        /* 16 bytes at a time: the first '"', '\\', control or non-ASCII byte, found directly */
+        const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), below = _mm_set1_epi8(0x1F);
+        /* loads may pass the line's end (not the data's): the newline ending a line is a control
+           byte, so the first byte found lies at the line's end at the latest */
+        while (c->limit - p >= 16 && p < end) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash));
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, below), below)); /* v <= 0x1F */
+            unsigned mask = (unsigned)(_mm_movemask_epi8(hit) | _mm_movemask_epi8(v)); /* or >= 0x80 */
+            if (mask) {
+                p += __builtin_ctz(mask);
+                found = 1;
+                break;
+            }
+            p += 16;
+        }
+        if (p > end) {
+            p = end; /* ran through the line's end: no closing quote on this line */
+        }
+#endif
+        while (!found && end - p >= 8) {
             uint64_t w;
             memcpy(&w, p, 8);
             if (special_in(w)) {
@@ -336,7 +362,7 @@ lines_valid(const uint8_t *data, Py_ssize_t size, Py_ssize_t count, Py_ssize_t m
     Py_ssize_t lines = 0;
     for (;;) {
         const uint8_t *nl = memchr(p, '\n', (size_t)(stop - p));
-        Cursor c = {p, nl == NULL ? stop : nl, max_digits};
+        Cursor c = {p, nl == NULL ? stop : nl, stop, max_digits};
         if (p == c.end || *p == ' ' || *p == '\t' || !value(&c, 0) || c.p != c.end) {
             return 0; /* not one document, or one with blanks around it (no framed value has) */
         }

@@ -45,6 +45,19 @@ def test_a_line_count_that_differs_is_refused() -> None:
     assert not json_text.valid_text(b'{"a":1}\n', 1)  # an empty last line is no document
 
 
+@pytest.mark.parametrize("width", [0, 1, 7, 8, 9, 15, 16, 17, 31, 40])
+def test_a_string_left_open_at_a_line_end_is_refused_whatever_follows(width: int) -> None:
+    """The C check reads strings 16 bytes at a time, past the end of a line (not of the data):
+    a string still open at its line's end must be refused even when the next line would close it."""
+    open_line = b'{"a":"' + b"x" * width + b"}"
+    values = [open_line, b'{"b":"' + b"y" * width + b'"}', b'{"c":1}']
+    data = b"\n".join(values)
+    assert not json_text.valid_text(data, 3)
+    assert json_text.valid_lines_py(values, data) is False
+    closed = [b'{"a":"' + b"x" * width + b'"}', *values[1:]]
+    assert json_text.valid_text(b"\n".join(closed), 3)
+
+
 def test_nesting_deeper_than_the_c_check_goes_is_left_to_the_per_record_path() -> None:
     """The C check stops at 256 levels (json.loads takes about a thousand): refused, a deeper
     value only costs speed, the converter decides it."""
