@@ -65,7 +65,7 @@ HELD_POLL = 0.01
 """consume() timeout while a batch is held for its prefetch (see :meth:`SinkRuntime.feed`).
 
 An empty consume() writes what is held, so this wait is added to the last records of a burst.
-1 ms was tried (2026-11-28): JSON→PARQUET fell from 0.57 to 0.53 × bare consume (medians of five
+1 ms was tried (2026-11-28): JSON→PARQUET fell from 0.57 to 0.53 x bare consume (medians of five
 alternated rounds), as a consumer briefly ahead of its fetches wrote its held batches before
 their parse ahead was done."""
 
