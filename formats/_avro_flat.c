@@ -3,7 +3,8 @@
  *
  * formats/avro_columns.py decodes a batch of bodies column by column with numpy: the Python
  * work is per field, but each field is a dozen array operations over a couple of thousand
- * positions, which cost more than the bytes they read (docs/benchmarks.md, "Flat Avro in C").
+ * positions, which cost more than the bytes they read (docs/benchmarks.md, "Flat Avro and JSON
+ * text in C").
  * Here each body is walked once, field by field, as a reader of the schema would.
  *
  *   check(data, starts, ends, header, kinds, nulls) -> bool

@@ -4,8 +4,8 @@
  * sink/records/json_text.py joins a run of one-line JSON objects with newlines and checks that
  * every line is one valid JSON document. In Python that was a join and three numpy scans for the
  * framing, then msgspec over the values joined once more as an array: together about a
- * microsecond per record on the consuming thread of JSON -> JSON (docs/benchmarks.md, "JSON
- * text in C").
+ * microsecond per record on the consuming thread of JSON -> JSON (docs/benchmarks.md, "Flat
+ * Avro and JSON text in C").
  *
  *   join(values) -> bytes | None
  *       b"\n".join(values) when every value is bytes framed as a one-line object: starts with
