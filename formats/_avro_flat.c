@@ -9,8 +9,12 @@
  *
  *   check(data, starts, ends, header, kinds, nulls) -> bool
  *   decode(data, starts, ends, header, kinds, nulls) -> list | None
+ *   check_values(values, header, kinds, nulls) -> bool
+ *   decode_values(values, header, kinds, nulls) -> list | None
  *
- * Body i is data[starts[i] + header : ends[i]] (starts, ends: int64 buffers). kinds has one
+ * Body i is data[starts[i] + header : ends[i]] (starts, ends: int64 buffers), or values[i] after
+ * its header (values: a list of bytes, walked where each lies: a consumed batch's values need not
+ * be joined, a copy of every byte, to be checked or decoded). kinds has one
  * byte per field: b boolean, i int, l long, f float, d double, s string, y bytes; nulls one byte
  * per field: 0 not nullable, 1 a ["null", T] union (null is branch 0), 2 a [T, "null"] union.
  *
@@ -49,6 +53,7 @@ typedef struct {
     Py_ssize_t size;
     const int64_t *starts;
     const int64_t *ends;
+    PyObject *const *items; /* the values one by one (bytes objects), or NULL: data/starts/ends */
     Py_ssize_t count;
     Py_ssize_t header;
     const char *kinds;
@@ -193,12 +198,25 @@ walk(const Batch *b, int64_t *totals, Column *cols)
         }
     }
     for (Py_ssize_t row = 0; row < b->count; row++) {
-        int64_t start = b->starts[row], stop = b->ends[row];
-        if (start < 0 || stop > b->size || start + b->header > stop) {
-            return 0;
+        const uint8_t *p, *end, *limit;
+        if (b->items != NULL) {
+            PyObject *value = b->items[row];
+            Py_ssize_t size = PyBytes_GET_SIZE(value);
+            if (size < b->header) {
+                return 0;
+            }
+            p = (const uint8_t *)PyBytes_AS_STRING(value) + b->header;
+            end = limit = (const uint8_t *)PyBytes_AS_STRING(value) + size;
         }
-        const uint8_t *p = b->data + start + b->header;
-        const uint8_t *end = b->data + stop;
+        else {
+            int64_t start = b->starts[row], stop = b->ends[row];
+            if (start < 0 || stop > b->size || start + b->header > stop) {
+                return 0;
+            }
+            p = b->data + start + b->header;
+            end = b->data + stop;
+            limit = b->data + b->size;
+        }
         for (Py_ssize_t f = 0; f < b->nfields; f++) {
             char kind = b->kinds[f];
             char nullable = b->nulls[f];
@@ -285,7 +303,7 @@ walk(const Batch *b, int64_t *totals, Column *cols)
                     if (!read_varint(&p, end, &size) || size < 0 || size > end - p) {
                         return 0;
                     }
-                    if (kind == 's' && !ascii_only(p, (Py_ssize_t)size, b->data + b->size)
+                    if (kind == 's' && !ascii_only(p, (Py_ssize_t)size, limit)
                         && !valid_utf8(p, (Py_ssize_t)size)) {
                         return 0;
                     }
@@ -313,6 +331,39 @@ walk(const Batch *b, int64_t *totals, Column *cols)
     return 1;
 }
 
+/* header, kinds and nulls (the same in both calling conventions) into b. */
+static int
+get_fields(PyObject *header, PyObject *kinds, PyObject *nulls, Batch *b)
+{
+    b->header = PyLong_AsSsize_t(header);
+    if (!PyBytes_Check(kinds) || !PyBytes_Check(nulls) || PyErr_Occurred()) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "kinds and nulls must be bytes");
+        }
+        return 0;
+    }
+    if (b->header < 0) {
+        PyErr_SetString(PyExc_ValueError, "header must not be negative");
+        return 0;
+    }
+    b->nfields = PyBytes_GET_SIZE(kinds);
+    if (b->nfields != PyBytes_GET_SIZE(nulls)) {
+        PyErr_SetString(PyExc_ValueError, "kinds and nulls: one byte per field");
+        return 0;
+    }
+    for (Py_ssize_t f = 0; f < b->nfields; f++) {
+        char kind = PyBytes_AS_STRING(kinds)[f];
+        char nullable = PyBytes_AS_STRING(nulls)[f];
+        if (!strchr("bilfdsy", kind) || kind == 0 || nullable < 0 || nullable > 2) {
+            PyErr_Format(PyExc_ValueError, "field %zd: kind %d / null branch %d not known", f, kind, nullable);
+            return 0;
+        }
+    }
+    b->kinds = PyBytes_AS_STRING(kinds);
+    b->nulls = PyBytes_AS_STRING(nulls);
+    return 1;
+}
+
 static int
 get_batch(PyObject *const *args, Py_ssize_t nargs, Py_buffer views[3], Batch *b)
 {
@@ -332,43 +383,58 @@ get_batch(PyObject *const *args, Py_ssize_t nargs, Py_buffer views[3], Batch *b)
         PyBuffer_Release(&views[1]);
         return 0;
     }
-    b->header = PyLong_AsSsize_t(args[3]);
-    if (!PyBytes_Check(args[4]) || !PyBytes_Check(args[5]) || PyErr_Occurred()) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "kinds and nulls must be bytes");
-        }
-        goto fail;
-    }
-    if (views[1].len != views[2].len || views[1].len % 8 || b->header < 0) {
+    if (views[1].len != views[2].len || views[1].len % 8) {
         PyErr_SetString(PyExc_ValueError, "starts and ends must be int64 buffers of one length");
         goto fail;
     }
-    b->nfields = PyBytes_GET_SIZE(args[4]);
-    if (b->nfields != PyBytes_GET_SIZE(args[5])) {
-        PyErr_SetString(PyExc_ValueError, "kinds and nulls: one byte per field");
+    if (!get_fields(args[3], args[4], args[5], b)) {
         goto fail;
-    }
-    for (Py_ssize_t f = 0; f < b->nfields; f++) {
-        char kind = PyBytes_AS_STRING(args[4])[f];
-        char nullable = PyBytes_AS_STRING(args[5])[f];
-        if (!strchr("bilfdsy", kind) || kind == 0 || nullable < 0 || nullable > 2) {
-            PyErr_Format(PyExc_ValueError, "field %zd: kind %d / null branch %d not known", f, kind, nullable);
-            goto fail;
-        }
     }
     b->data = views[0].buf;
     b->size = views[0].len;
     b->starts = views[1].buf;
     b->ends = views[2].buf;
+    b->items = NULL;
     b->count = views[1].len / 8;
-    b->kinds = PyBytes_AS_STRING(args[4]);
-    b->nulls = PyBytes_AS_STRING(args[5]);
     return 1;
 fail:
     PyBuffer_Release(&views[0]);
     PyBuffer_Release(&views[1]);
     PyBuffer_Release(&views[2]);
     return 0;
+}
+
+/*
+ * The arguments of check_values/decode_values: (values, header, kinds, nulls), values a list of
+ * bytes walked where they lie (no join). Nothing to release afterwards; the list must not change
+ * while it is walked, so these walks keep the GIL (a sink's batch is small: see the top).
+ */
+static int
+get_listed(PyObject *const *args, Py_ssize_t nargs, Batch *b)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "(values, header, kinds, nulls)");
+        return 0;
+    }
+    if (!PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "values must be a list of bytes");
+        return 0;
+    }
+    if (!get_fields(args[1], args[2], args[3], b)) {
+        return 0;
+    }
+    b->count = PyList_GET_SIZE(args[0]);
+    b->items = ((PyListObject *)args[0])->ob_item;
+    for (Py_ssize_t i = 0; i < b->count; i++) {
+        if (!PyBytes_Check(b->items[i])) {
+            PyErr_Format(PyExc_TypeError, "value %zd is not bytes", i);
+            return 0;
+        }
+    }
+    b->data = NULL;
+    b->size = 0; /* below RELEASE_FROM: walked with the GIL held */
+    b->starts = b->ends = NULL;
+    return 1;
 }
 
 /* walk() without the GIL when the batch is large enough for that to pay (see the top). */
@@ -394,6 +460,18 @@ release(Py_buffer views[3])
 }
 
 static PyObject *
+check_batch(const Batch *b)
+{
+    int64_t *totals = PyMem_Malloc(sizeof(int64_t) * (size_t)(b->nfields ? b->nfields : 1));
+    if (totals == NULL) {
+        return PyErr_NoMemory();
+    }
+    int ok = walk_released(b, totals, NULL);
+    PyMem_Free(totals);
+    return PyBool_FromLong(ok);
+}
+
+static PyObject *
 check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer views[3];
@@ -401,15 +479,19 @@ check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (!get_batch(args, nargs, views, &b)) {
         return NULL;
     }
-    int64_t *totals = PyMem_Malloc(sizeof(int64_t) * (size_t)(b.nfields ? b.nfields : 1));
-    if (totals == NULL) {
-        release(views);
-        return PyErr_NoMemory();
-    }
-    int ok = walk_released(&b, totals, NULL);
-    PyMem_Free(totals);
+    PyObject *out = check_batch(&b);
     release(views);
-    return PyBool_FromLong(ok);
+    return out;
+}
+
+static PyObject *
+check_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Batch b;
+    if (!get_listed(args, nargs, &b)) {
+        return NULL;
+    }
+    return check_batch(&b);
 }
 
 static Py_ssize_t
@@ -430,18 +512,13 @@ width_of(char kind)
 }
 
 static PyObject *
-decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+decode_batch(const Batch *bp)
 {
-    Py_buffer views[3];
-    Batch b;
+    const Batch b = *bp;
     Column *cols = NULL;
     PyObject *out = NULL;
-    if (!get_batch(args, nargs, views, &b)) {
-        return NULL;
-    }
     int64_t *mine = PyMem_Malloc(sizeof(int64_t) * (size_t)(b.nfields ? b.nfields : 1));
     if (mine == NULL) {
-        release(views);
         return PyErr_NoMemory();
     }
     int ok = walk_released(&b, mine, NULL);
@@ -486,8 +563,30 @@ decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 done:
     PyMem_Free(cols);
     PyMem_Free(mine);
+    return out;
+}
+
+static PyObject *
+decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer views[3];
+    Batch b;
+    if (!get_batch(args, nargs, views, &b)) {
+        return NULL;
+    }
+    PyObject *out = decode_batch(&b);
     release(views);
     return out;
+}
+
+static PyObject *
+decode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Batch b;
+    if (!get_listed(args, nargs, &b)) {
+        return NULL;
+    }
+    return decode_batch(&b);
 }
 
 static PyMethodDef methods[] = {
@@ -495,6 +594,10 @@ static PyMethodDef methods[] = {
      "check(data, starts, ends, header, kinds, nulls) -> bool: every body decodes cleanly"},
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(data, starts, ends, header, kinds, nulls) -> list of (values, present, offsets) | None"},
+    {"check_values", (PyCFunction)(void (*)(void))check_values, METH_FASTCALL,
+     "check_values(values, header, kinds, nulls) -> bool: check() of a list of values, not joined"},
+    {"decode_values", (PyCFunction)(void (*)(void))decode_values, METH_FASTCALL,
+     "decode_values(values, header, kinds, nulls) -> decode() of a list of values, not joined"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,3 +1,6 @@
 """Types of the C module ``formats/_wire.c`` (see :mod:`formats.avro_wire`)."""
 
 def bodies(values: list[bytes], first: int, last: int, skip: int, /) -> bytes: ...
+def block_cuts(
+    values: list[bytes], first: int, last: int, skip: int, open_size: int, block_size: int, /
+) -> tuple[list[int], int]: ...

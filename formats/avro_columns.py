@@ -36,7 +36,7 @@ import pyarrow as pa
 # numpy.ma lazily on that first attribute access: ~15 ms inside the first batch's decoding (its
 # latency, and a benchmark's timed window), where importing it above puts it at start-up.
 
-__all__ = ["NATIVE", "FlatField", "decode_columns", "field_codes", "flat_fields", "native"]
+__all__ = ["NATIVE", "FlatField", "decode_bodies", "decode_columns", "field_codes", "flat_fields", "native"]
 
 _PRIMITIVES = {
     "boolean": pa.bool_(),
@@ -172,6 +172,26 @@ def decode_columns(
     if columns is None:
         return None
     count = len(starts)
+    arrays = [_array(column, field, count) for column, field in zip(columns, fields, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def decode_bodies(
+    values: list[bytes], fields: Sequence[FlatField], schema: pa.Schema, *, header: int = 0
+) -> pa.RecordBatch | None:
+    """:func:`decode_columns` of ``values`` (each ``header`` bytes, then a body) as they lie:
+    the C module walks the list, so the values are not joined first (a copy of every byte);
+    without it they are joined and decoded with numpy."""
+    c = native()
+    if c is None:
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        ends = np.cumsum(lengths)
+        return decode_columns_py(b"".join(values), ends - lengths + header, ends, fields, schema)
+    kinds, nulls = field_codes(tuple(fields))
+    columns = c.decode_values(values, header, kinds, nulls)
+    if columns is None:
+        return None
+    count = len(values)
     arrays = [_array(column, field, count) for column, field in zip(columns, fields, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

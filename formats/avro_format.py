@@ -35,7 +35,7 @@ from formats._rows import RowBuilder, RowFileWriter, first_record_parser, row_er
 from formats.arrow_schema import avro_to_arrow
 from formats.avro_columns import FlatField, flat_fields
 from formats.avro_encode import encode_rows
-from formats.avro_wire import WIRE_HEADER, WireValues, bodies_of
+from formats.avro_wire import block_cuts, bodies_of
 from formats.base import (
     Batch,
     FileFormat,
@@ -157,26 +157,18 @@ class AvroWriter(RowFileWriter):
             writer.block_count = 0
             self._block.clear()
         count = len(values)
-        if isinstance(values, WireValues):
-            sizes = values.body_ends()
-        else:
-            sizes = np.cumsum(np.fromiter(map(len, values), np.int64, count) - WIRE_HEADER)
-        ends = sizes + self._open_size  # the open block's size after each record
-        base = 0  # ... minus what was written out before it
+        # fastavro writes a block out after the record that takes it to sync_interval bytes
+        cuts, left = block_cuts(values, self._open_size, _SYNC_INTERVAL)
         start = 0
-        while True:
-            # fastavro writes a block out after the record that takes it to sync_interval bytes
-            cut = int(np.searchsorted(ends, base + _SYNC_INTERVAL, side="left"))
-            if cut >= count:
-                break
-            self._open.append(bodies_of(values, start, cut + 1))
-            self._open_count += cut + 1 - start
+        for cut in cuts:
+            self._open.append(bodies_of(values, start, cut))
+            self._open_count += cut - start
             self._dump_open()
-            base, start = int(ends[cut]), cut + 1
+            start = cut
         if start < count:
             self._open.append(bodies_of(values, start, count))
             self._open_count += count - start
-            self._open_size = int(ends[-1]) - base
+        self._open_size = left
         self._count += taken
         self.passed_through += taken
         return taken

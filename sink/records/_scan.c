@@ -10,7 +10,7 @@
  * same answers.
  *
  * Messages are read through confluent_kafka.Message's own methods: bind(Message, probes) takes
- * the C functions behind Message.error/partition/timestamp (METH_NOARGS methods of a C type) and
+ * the C functions behind Message.error/partition/timestamp/value (METH_NOARGS methods of a C type) and
  * calls them directly, which skips the method-call machinery but not the methods. The one
  * exception is the timestamp, whose method builds a tuple and an int per call (most of the cost):
  * bind() looks for the one place in the object where each probe message (built by the caller
@@ -22,8 +22,8 @@
 #include <Python.h>
 #include <string.h>
 
-enum { M_ERROR, M_PARTITION, M_TIMESTAMP, M_COUNT };
-static const char *const method_names[M_COUNT] = {"error", "partition", "timestamp"};
+enum { M_ERROR, M_PARTITION, M_TIMESTAMP, M_VALUE, M_COUNT };
+static const char *const method_names[M_COUNT] = {"error", "partition", "timestamp", "value"};
 static PyTypeObject *message_type = NULL;
 static PyCFunction method_funcs[M_COUNT];
 /* Where a Message keeps its timestamp (int64) and its type (int): found by bind() in probe
@@ -407,7 +407,71 @@ join(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* values(messages) -> [message.value(), ...] */
+static PyObject *
+values(PyObject *module, PyObject *messages)
+{
+    if (check_list(messages, "values") < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(messages);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = call(PyList_GET_ITEM(messages, i), M_VALUE);
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, value);
+    }
+    return out;
+}
+
+/*
+ * same_header(values, header) -> bool: every value is bytes at least `header` long and starts
+ * with the first one's `header` bytes (False for an empty list, or when one is a tombstone).
+ */
+static PyObject *
+same_header(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || check_list(args[0], "same_header") < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "same_header(values, header)");
+        }
+        return NULL;
+    }
+    PyObject *list = args[0];
+    Py_ssize_t header = PyLong_AsSsize_t(args[1]);
+    if (header == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n == 0 || header < 0) {
+        Py_RETURN_FALSE;
+    }
+    const char *head = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(list, i);
+        if (!PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) < header) {
+            Py_RETURN_FALSE;
+        }
+        if (head == NULL) {
+            head = PyBytes_AS_STRING(v);
+        }
+        else if (memcmp(head, PyBytes_AS_STRING(v), (size_t)header) != 0) {
+            Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
+    {"values", (PyCFunction)values, METH_O, "values(messages) -> [message.value(), ...]"},
+    {"same_header", (PyCFunction)(void (*)(void))same_header, METH_FASTCALL,
+     "same_header(values, header) -> bool: all bytes, each at least header long, all with one header"},
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "bind(Message, probes) -> bool: call the C functions behind Message's methods directly; "
      "True when the probes also showed where a Message keeps its timestamp"},

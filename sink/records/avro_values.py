@@ -22,8 +22,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from formats.avro_columns import _PAD, FlatField, _Malformed, _varints, decode_columns, field_codes, native
+from formats.avro_columns import (
+    _PAD,
+    FlatField,
+    _Malformed,
+    _varints,
+    decode_bodies,
+    decode_columns,
+    field_codes,
+    native,
+)
 from formats.avro_wire import WIRE_HEADER
+from sink.records import scan
 from sink.records.scan import join
 
 __all__ = ["AvroRun", "Joined", "avro_runs", "check_joined", "check_values", "decode_values", "join_values",
@@ -40,32 +50,62 @@ AvroRun = tuple[int, int, int | None]
 
 
 class Joined:
-    """The values of one run joined once, for every bulk step that reads them (the check, the
-    pass-through's block sizes): the values, their concatenation and where each value starts
-    and ends in it."""
+    """The values of one run (no tombstones), shared by every bulk step that reads them: the
+    check, the decoding, the pass-through's blocks.
 
-    __slots__ = ("data", "ends", "starts", "values")
+    The C module reads the values where they lie (``formats/_avro_flat.c``, ``formats/_wire.c``).
+    The numpy versions need them concatenated: :attr:`data`, :attr:`starts` and :attr:`ends` are
+    joined on first use, so a run the C module reads is never copied whole (for STOREAS AVRO
+    that copy was a tenth of the consuming thread's own work, docs/benchmarks.md)."""
 
-    def __init__(self, values: list[bytes], data: bytes, starts: np.ndarray, ends: np.ndarray) -> None:
+    __slots__ = ("_data", "_ends", "_starts", "values")
+
+    def __init__(
+        self, values: list[bytes], data: bytes | None = None, starts: np.ndarray | None = None,
+        ends: np.ndarray | None = None,
+    ) -> None:
         self.values = values
-        self.data = data
-        """The values joined, then ``_PAD`` zero bytes (a varint read or an 8-byte window
-        starting in the last value never runs off the end)."""
-        self.starts = starts
-        self.ends = ends
-        """int64: value ``i`` is ``data[starts[i]:ends[i]]``."""
+        self._data = data
+        self._starts = starts
+        self._ends = ends
 
     def __len__(self) -> int:
-        return len(self.ends)
+        return len(self.values)
+
+    def _join(self) -> None:
+        done = join(self.values, _PADDING, 0)
+        if done is None:
+            raise TypeError("join_values: a value is not bytes (a tombstone?)")
+        self._data, self._starts, self._ends, _ = done
+
+    @property
+    def data(self) -> bytes:
+        """The values joined, then ``_PAD`` zero bytes (a varint read or an 8-byte window
+        starting in the last value never runs off the end)."""
+        if self._data is None:
+            self._join()
+        return self._data  # type: ignore[return-value]
+
+    @property
+    def starts(self) -> np.ndarray:
+        """int64: value ``i`` is ``data[starts[i]:ends[i]]``."""
+        if self._starts is None:
+            self._join()
+        return self._starts  # type: ignore[return-value]
+
+    @property
+    def ends(self) -> np.ndarray:
+        """int64: where each value ends in :attr:`data`."""
+        if self._ends is None:
+            self._join()
+        return self._ends  # type: ignore[return-value]
 
 
 def join_values(values: list[bytes]) -> Joined:
     """``values`` (no tombstones) joined, with where each starts and ends."""
-    done = join(values, _PADDING, 0)
-    if done is None:
-        raise TypeError("join_values: a value is not bytes (a tombstone?)")
-    data, starts, ends, _ = done
-    return Joined(values, data, starts, ends)
+    joined = Joined(values)
+    joined._join()
+    return joined
 
 
 def _windows(data: bytes) -> np.ndarray:
@@ -81,23 +121,20 @@ def _schema_id(header: bytes | None) -> int | None:
 
 
 def _one_header(values: list[bytes | None]) -> tuple[Joined, int] | None:
-    """The values joined and their schema id when all carry the same wire header (the common
-    case, checked while they are joined: :func:`sink.records.scan.join`), else None."""
+    """The values as one run and their schema id when all carry the same wire header (the
+    common case, checked in one pass without joining them: :func:`sink.records.scan.same_header`),
+    else None."""
     if not values or not values[0]:
         return None
     head = _schema_id(values[0][:5])
-    if head is None:
+    if head is None or not scan.same_header(values, WIRE_HEADER):  # a tombstone, a short or other header
         return None
-    done = join(values, _PADDING, WIRE_HEADER)  # None: a tombstone
-    if done is None or not done[3]:  # not all at least a header long with the first one's header
-        return None
-    data, starts, ends, _ = done
-    return Joined(values, data, starts, ends), head  # type: ignore[arg-type]
+    return Joined(values), head  # type: ignore[arg-type]
 
 
 def joined_runs(values: list[bytes | None]) -> tuple[list[AvroRun], Joined | None]:
-    """:func:`avro_runs` of ``values``, and the values joined when they are a single run of one
-    schema id (to be shared by what reads that run in bulk), else None."""
+    """:func:`avro_runs` of ``values``, and the run's :class:`Joined` when they are a single
+    run of one schema id (to be shared by what reads that run in bulk), else None."""
     if not values:
         return [], None
     one = _one_header(values)
@@ -132,7 +169,10 @@ def decode_values(
     (a run's :class:`Joined`, shared with the check and the pass-through) are decoded where
     they lie: no second list of the values, join, or copy to pad them."""
     if isinstance(values, Joined):
-        batch: Any = decode_columns(
+        if native() is not None and type(values.values) is list:
+            batch: Any = decode_bodies(values.values, fields, arrow_schema, header=WIRE_HEADER)
+            return batch
+        batch = decode_columns(
             values.data, values.starts, values.ends, fields, arrow_schema, padded=True, header=WIRE_HEADER
         )
         return batch
@@ -147,7 +187,7 @@ def check_values(values: Sequence[bytes], fields: tuple[FlatField, ...]) -> bool
     cleanly (see :func:`check_joined`)."""
     if not values:
         return True
-    return check_joined(join_values(list(values)), fields, same_header=False)
+    return check_joined(Joined(list(values)), fields, same_header=False)
 
 
 def check_joined(joined: Joined, fields: tuple[FlatField, ...], *, same_header: bool = True) -> bool:
@@ -159,6 +199,9 @@ def check_joined(joined: Joined, fields: tuple[FlatField, ...], *, same_header: 
     if c is None:
         return check_joined_py(joined, fields, same_header=same_header)
     kinds, nulls = field_codes(fields)
+    if type(joined.values) is list:
+        listed: bool = c.check_values(joined.values, WIRE_HEADER, kinds, nulls)  # where they lie
+        return listed
     ok: bool = c.check(joined.data, joined.starts, joined.ends, WIRE_HEADER, kinds, nulls)
     return ok
 

@@ -33,10 +33,10 @@ from confluent_kafka import Message
 
 from formats.avro_wire import WireValues
 from sink.records import avro_values
-from sink.records.avro_values import Joined, join_values
+from sink.records.avro_values import Joined
 from sink.records.json_text import valid_lines
 from sink.records.record import SinkRecord
-from sink.records.scan import timestamp_range
+from sink.records.scan import timestamp_range, values
 
 __all__ = ["Convert", "RecordBatch", "RecordView", "Source", "batches_of"]
 
@@ -198,13 +198,12 @@ class Source:
         writer = self._bodies[0]
         if writer is None:
             return None
-        joined = self._joined_values()
-        return WireValues(joined.values, joined.ends, start, stop), writer
+        return WireValues(self._joined_values().values, start, stop), writer
 
     def _joined_values(self) -> Joined:
         if self._joined is None:
             assert self.messages is not None  # noqa: S101 - only message sources have Avro runs
-            self._joined = join_values(list(map(_value, self.messages)))  # type: ignore[arg-type]
+            self._joined = Joined(values(self.messages))  # type: ignore[arg-type]  # one schema id: no tombstone
         return self._joined
 
     def _checked_writer(self) -> tuple[Any]:

@@ -41,6 +41,7 @@ from sink.records.converters import (
 )
 from sink.records.json_text import json_runs
 from sink.records.record import SinkRecord
+from sink.records.scan import values as scan_values
 
 __all__ = ["BatchBuilder", "NullValueSkipped", "Transforms"]
 
@@ -54,9 +55,6 @@ class Transforms(Protocol):
     @property
     def drops_all(self) -> bool: ...
     def apply_batch(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], dict[int, RecordError]]: ...
-
-_value = Message.value
-
 
 class NullValueSkipped(RecordError):
     """A value that converted to null under ``behavior.on.null.values=ignore``: skipped, not an error."""
@@ -144,7 +142,7 @@ class BatchBuilder:
         Tombstones dropped under ``ignore`` leave no batch behind: the caller's position for the
         partition still moves past them once the batches are written.
         """
-        values: list[bytes | None] = list(map(_value, messages))
+        values = scan_values(messages)
         if self.null_values == "ignore" and None in values:
             kept = [i for i, v in enumerate(values) if v is not None]
             messages = [messages[i] for i in kept]

@@ -1,9 +1,10 @@
 """The consuming thread's loops over a consumed batch, in C when the package was built with it.
 
 Before a format sees a consumed batch, the runtime and the batch builder ask every message a
-question or two: is any an error, where does the partition change, what are the smallest and
-largest timestamps of a file's records, and (Confluent Avro) the values joined with where each
-starts and ends, all carrying one wire header. In Python each is a pass over the messages with
+question or two: is any an error, where does the partition change, what are the values, the
+smallest and largest timestamps of a file's records, and (Confluent Avro) do all values carry
+one wire header. (Joining the values, with where each starts and ends, is left to the numpy
+versions of the Avro steps: the C ones read the values where they lie.) In Python each is a pass over the messages with
 a C call per message per attribute; together they were most of what STOREAS AVRO from Confluent
 Avro did beside ``consume()`` (docs/benchmarks.md, "One pass in C"). ``sink/records/_scan.c``
 does each in one C loop (the steps together in about a quarter of the time: ``python -m
@@ -25,7 +26,8 @@ from types import ModuleType
 import numpy as np
 from confluent_kafka import Message
 
-__all__ = ["NATIVE", "TIMESTAMPS_IN_PLACE", "first_error", "join", "partition_cuts", "timestamp_range"]
+__all__ = ["NATIVE", "TIMESTAMPS_IN_PLACE", "first_error", "join", "partition_cuts", "same_header",
+           "timestamp_range", "values"]
 
 Joined = tuple[bytes, np.ndarray, np.ndarray, bool]
 """``(data, starts, ends, same_header)``: the values joined (then the padding), where value ``i``
@@ -35,6 +37,7 @@ lies in ``data`` (``data[starts[i]:ends[i]]``, int64 arrays), and whether every 
 _error = Message.error
 _partition = Message.partition
 _timestamp = Message.timestamp
+_value = Message.value
 
 
 def _load() -> tuple[ModuleType | None, bool]:
@@ -107,6 +110,17 @@ def join_py(values: Sequence[bytes | None], padding: bytes, header: int) -> Join
     return data, starts, ends, same
 
 
+def values_py(messages: Sequence[Message]) -> list[bytes | None]:
+    return list(map(_value, messages))
+
+
+def same_header_py(values: Sequence[bytes | None], header: int) -> bool:
+    if not values or None in values or header < 0:
+        return False
+    head = values[0][:header]  # type: ignore[index]
+    return len(head) == header and all(v[:header] == head for v in values)  # type: ignore[index]
+
+
 def first_error(messages: Sequence[Message]) -> int:
     """Index of the first message whose ``error()`` is not None, or -1."""
     if _native is not None and type(messages) is list:
@@ -139,3 +153,18 @@ def join(values: Sequence[bytes | None], padding: bytes, header: int) -> Joined 
             return None
         return done[0], starts, ends, done[1]
     return join_py(values, padding, header)
+
+
+def values(messages: Sequence[Message]) -> list[bytes | None]:
+    """Every message's ``value()``, in order."""
+    if _native is not None and type(messages) is list:
+        return _native.values(messages)
+    return values_py(messages)
+
+
+def same_header(values: Sequence[bytes | None], header: int) -> bool:
+    """Whether every value is at least ``header`` bytes long and starts with the first one's
+    ``header`` bytes (``False`` for none, or when one is a tombstone), without joining them."""
+    if _native is not None and type(values) is list:
+        return _native.same_header(values, header)
+    return same_header_py(values, header)

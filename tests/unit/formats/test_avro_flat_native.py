@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from formats import avro_columns
 from formats.arrow_schema import avro_to_arrow
-from formats.avro_columns import decode_columns, decode_columns_py, field_codes, flat_fields
+from formats.avro_columns import decode_bodies, decode_columns, decode_columns_py, field_codes, flat_fields
 from sink.records import avro_values
 from sink.records.avro_values import check_joined, check_joined_py, join_values
 from tests.unit.formats.test_avro_columns import _damage, _record, assert_same_batch, encode, flat_cases
@@ -38,13 +38,25 @@ def _joined(bodies: list[bytes]) -> avro_values.Joined:
 
 
 def _both(schema: dict[str, Any], bodies: list[bytes]) -> tuple[Any, Any, bool, bool]:
+    """The C answers (decoded batch, check) and the numpy ones. The C module reads the values
+    joined (``check``/``decode``) and as a list where they lie (``check_values``/``decode_values``,
+    what a sink's run uses): both ways must agree before the C answer is compared with numpy's."""
     fields = flat_fields(schema)
     assert fields is not None
     joined = _joined(bodies)
     arrow = avro_to_arrow(schema)
     c = decode_columns(joined.data, joined.starts, joined.ends, fields, arrow, padded=True, header=5)
+    listed = decode_bodies(joined.values, fields, arrow, header=5)
+    assert (c is None) == (listed is None)
+    if c is not None:
+        _assert_same_buffers(listed, c)
+    native = avro_columns.native()
+    c_ok = check_joined(joined, fields)  # the values as a list: check_values
+    if native is not None:
+        kinds, nulls = field_codes(fields)
+        assert native.check(joined.data, joined.starts, joined.ends, 5, kinds, nulls) == c_ok
     py = decode_columns_py(joined.data, joined.starts + 5, joined.ends, fields, arrow, padded=True)
-    return c, py, check_joined(joined, fields), check_joined_py(joined, fields)
+    return c, py, c_ok, check_joined_py(joined, fields)
 
 
 def _assert_same_buffers(got: pa.RecordBatch, want: pa.RecordBatch) -> None:
@@ -136,6 +148,12 @@ def test_the_c_module_refuses_unknown_field_codes() -> None:
         c.decode(b"", starts, ends, 0, b"l", b"\x03")
     with pytest.raises(ValueError, match="one byte per field"):
         c.check(b"", starts, ends, 0, b"ll", b"\x00")
+    with pytest.raises(ValueError, match="not known"):
+        c.check_values([], 0, b"x", b"\x00")
+    with pytest.raises(TypeError, match="value 1 is not bytes"):
+        c.check_values([b"\x00", None], 0, b"l", b"\x00")
+    with pytest.raises(TypeError, match="a list of bytes"):
+        c.decode_values((b"\x00",), 0, b"l", b"\x00")
 
 
 def test_without_the_c_module_the_numpy_versions_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,8 @@
 """The consuming thread's C loops (sink/records/_scan.c, formats/_wire.c) against their Python
 versions, on messages of every shape the loops branch on: errors, partition changes (None
 included), timestamps of each type (not available, create time, log-append time; negative and
-64-bit values), tombstones, short values and differing wire headers."""
+64-bit values), tombstones, short values and differing wire headers; and where the Avro
+pass-through's blocks close."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ def test_the_c_loops_are_built_and_read_timestamps_in_place() -> None:
 @settings(max_examples=300, deadline=None)
 @given(_messages(), st.data())
 def test_message_loops_agree_with_python(messages: list[Message], data: Any) -> None:
+    for msg in messages:
+        if data.draw(st.booleans()):
+            msg.set_value(data.draw(st.one_of(st.none(), st.binary(max_size=8))))
+    assert scan.values(messages) == scan.values_py(messages) == [m.value() for m in messages]
     assert scan.first_error(messages) == scan.first_error_py(messages)
     assert scan.partition_cuts(messages) == scan.partition_cuts_py(messages)
     start = data.draw(st.integers(0, len(messages)))
@@ -74,11 +79,15 @@ class _Lookalike:
     def error(self) -> object:
         return self._e
 
+    def value(self) -> bytes:
+        return b"v%d" % self._p
+
 
 def test_other_objects_go_through_their_methods() -> None:
     mixed: list[Any] = [
         Message(partition=1, timestamp=(1, 5)), _Lookalike(1, (1, 3)), _Lookalike(2, (1, 9), error="x"),
     ]
+    assert scan.values(mixed) == [None, b"v1", b"v2"]
     assert scan.first_error(mixed) == 2
     assert scan.partition_cuts(mixed) == [2, 3]
     assert scan.timestamp_range(mixed, 0, 3) == (3, 9)
@@ -108,6 +117,38 @@ def test_join_agrees_with_python(values: list[bytes | None], header: int) -> Non
     assert got[3] is want[3]
     firsts = {v[:header] for v in values if v is not None}
     assert want[3] == (bool(values) and len(firsts) == 1 and all(len(v) >= header for v in values))  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, st.sampled_from([0, 1, 5]))
+def test_same_header_agrees_with_python_and_join(values: list[bytes | None], header: int) -> None:
+    joined = scan.join_py(values, b"\x00" * 8, header)
+    want = joined is not None and joined[3]
+    assert scan.same_header(values, header) is scan.same_header_py(values, header) is want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(min_size=5, max_size=30), max_size=30), st.data())
+def test_block_cuts_agree_with_python(values: list[bytes], data: Any) -> None:
+    """Where the pass-through closes its blocks: after each record that takes the open block to
+    the block size, counted from what the block held before (the C loop and the numpy one)."""
+    block = data.draw(st.integers(1, 60))
+    open_size = data.draw(st.integers(0, block - 1))  # a full block was written out already
+    first = data.draw(st.integers(0, len(values)))
+    last = data.draw(st.integers(first, len(values)))
+    part = avro_wire.WireValues(values, first, last)
+    got = avro_wire.block_cuts(part, open_size, block)
+    assert got == avro_wire._block_cuts_py(values[first:last], open_size, block)
+    assert got == avro_wire.block_cuts(values[first:last], open_size, block)
+    cuts, left = got
+    held, start = open_size, 0  # the rule, record by record
+    for cut in cuts:
+        held += sum(len(v) - 5 for v in values[first + start : first + cut])
+        assert held >= block
+        assert held - (len(values[first + cut - 1]) - 5) < block
+        held, start = 0, cut
+    assert left == held + sum(len(v) - 5 for v in values[first + start : last])
+    assert left < block
 
 
 @settings(max_examples=200, deadline=None)
