@@ -5,16 +5,60 @@ Kept private so each format module only holds what is specific to its encoding.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import io
 import logging
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from formats.base import FormatError, FormatWriter, PartSink
 
-__all__ = ["CountingFile", "StagingWriter"]
+__all__ = ["WRITEBACK_EVERY", "CountingFile", "StagingWriter", "start_writeback"]
 
 logger = logging.getLogger(__name__)
+
+WRITEBACK_EVERY = 1 << 20
+"""Bytes written to a staging file after which the kernel is asked to start writing them out
+(``sync_file_range(SYNC_FILE_RANGE_WRITE)``, which does not wait), as RocksDB's
+``bytes_per_sync`` does. Without it the dirty pages pile up until the commit, whose fsync then
+writes the whole file while the file's records wait to become visible: ~8 ms for each 5.5 MB
+file of the benchmark's last three, in parallel (strace, 2026-11-28). With it the fsync finds
+all but the last megabyte on its way to disk already."""
+
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def _sync_file_range() -> Callable[[int], None] | None:
+    """``fd -> None``: start the write-out of ``fd``'s dirty pages (Linux), else ``None``."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        call = libc.sync_file_range
+    except (OSError, AttributeError):  # pragma: no cover - a libc without it
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    call.restype = ctypes.c_int
+
+    def start(fd: int) -> None:
+        call(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)  # a failure here is only a missed hint: the fsync decides
+
+    return start
+
+
+start_writeback = _sync_file_range()
+"""Start writing ``fd``'s dirty pages out without waiting, or ``None`` where that is not known."""
+
+
+def _fileno(raw: IO[bytes]) -> int | None:
+    try:
+        return raw.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):  # an in-memory file
+        return None
 
 
 class CountingFile:
@@ -29,7 +73,7 @@ class CountingFile:
     counting the whole file, which is what encoders that record offsets (Parquet's footer) need.
     """
 
-    __slots__ = ("_local", "_path", "_raw", "_spill", "count", "spilled")
+    __slots__ = ("_fd", "_local", "_path", "_raw", "_spill", "_unsent", "count", "spilled")
 
     def __init__(self, raw: IO[bytes], path: Path | None = None, spill: PartSink | None = None) -> None:
         if spill is not None and path is None:
@@ -38,6 +82,9 @@ class CountingFile:
         self._path = path
         self._spill = spill
         self._local = 0
+        self._fd = _fileno(raw) if start_writeback is not None else None
+        self._unsent = 0
+        """Bytes written since the kernel was last asked to write the file out (:data:`WRITEBACK_EVERY`)."""
         self.count = 0
         self.spilled = 0
         """Bytes handed to the sink so far (``count - spilled`` are in the local file)."""
@@ -51,6 +98,11 @@ class CountingFile:
         n = self._raw.write(data)
         written = len(data) if n is None else n
         self.count += written
+        self._unsent += written
+        if self._unsent >= WRITEBACK_EVERY:
+            self._unsent = 0
+            if self._fd is not None and start_writeback is not None:
+                start_writeback(self._fd)  # what BufferedWriter still holds goes at the next one
         if self._spill is not None:
             self._local += written
             if self._local >= self._spill.part_size:

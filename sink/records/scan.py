@@ -4,12 +4,12 @@ Before a format sees a consumed batch, the runtime and the batch builder ask eve
 question or two: is any an error, where does the partition change, what are the values, the
 smallest and largest timestamps of a file's records, and (Confluent Avro) do all values carry
 one wire header. (Joining the values, with where each starts and ends, is left to the numpy
-versions of the Avro steps: the C ones read the values where they lie.) In Python each is a pass over the messages with
-a C call per message per attribute; together they were most of what STOREAS AVRO from Confluent
-Avro did beside ``consume()`` (docs/benchmarks.md, "One pass in C"). ``sink/records/_scan.c``
-does each in one C loop (the steps together in about a quarter of the time: ``python -m
-bench.loops``), reading the timestamp where the message keeps it instead of building a tuple
-for it.
+versions of the Avro steps: the C ones read the values where they lie.) In Python each is a
+pass over the messages with a C call per message per attribute; together they were most of
+what STOREAS AVRO from Confluent Avro did beside ``consume()`` (docs/benchmarks.md, "One pass
+in C"). ``sink/records/_scan.c`` does each in one C loop (the steps together in about a
+quarter of the time: ``python -m bench.loops``), reading the timestamp where the message keeps
+it instead of building a tuple for it.
 
 The C module is optional (``setup.py`` builds it when a compiler is at hand); :data:`NATIVE`
 says whether it is in use. Each function here has its Python version beside it (``*_py``), which
