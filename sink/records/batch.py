@@ -36,7 +36,8 @@ from sink.records import avro_values
 from sink.records.avro_values import Joined
 from sink.records.json_text import valid_lines
 from sink.records.record import SinkRecord
-from sink.records.scan import timestamp_range, values
+from sink.records.scan import timestamp_range
+from sink.records.scan import values as message_values
 
 __all__ = ["Convert", "RecordBatch", "RecordView", "Source", "batches_of"]
 
@@ -203,7 +204,8 @@ class Source:
     def _joined_values(self) -> Joined:
         if self._joined is None:
             assert self.messages is not None  # noqa: S101 - only message sources have Avro runs
-            self._joined = Joined(values(self.messages))  # type: ignore[arg-type]  # one schema id: no tombstone
+            # a run of one schema id: no tombstones among the values
+            self._joined = Joined(message_values(self.messages))  # type: ignore[arg-type]
         return self._joined
 
     def _checked_writer(self) -> tuple[Any]:

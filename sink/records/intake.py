@@ -56,6 +56,7 @@ class Transforms(Protocol):
     def drops_all(self) -> bool: ...
     def apply_batch(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], dict[int, RecordError]]: ...
 
+
 class NullValueSkipped(RecordError):
     """A value that converted to null under ``behavior.on.null.values=ignore``: skipped, not an error."""
 
