@@ -420,7 +420,14 @@ values(PyObject *module, PyObject *messages)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = call(PyList_GET_ITEM(messages, i), M_VALUE);
+        if (i >= PyList_GET_SIZE(messages)) { /* an object's value() (Python code) emptied the list */
+            PyErr_SetString(PyExc_RuntimeError, "values: the list changed while it was read");
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *msg = Py_NewRef(PyList_GET_ITEM(messages, i));
+        PyObject *value = call(msg, M_VALUE);
+        Py_DECREF(msg);
         if (value == NULL) {
             Py_DECREF(out);
             return NULL;

@@ -93,6 +93,21 @@ def test_other_objects_go_through_their_methods() -> None:
     assert scan.timestamp_range(mixed, 0, 3) == (3, 9)
 
 
+def test_values_survive_a_value_method_that_empties_the_list() -> None:
+    """A Python object's value() runs Python code, which may change the list being read: an
+    error, not a read past its end."""
+    messages: list[Any] = []
+
+    class Emptying:
+        def value(self) -> bytes:
+            messages.clear()
+            return b"x"
+
+    messages.extend([Emptying(), Emptying()])
+    with pytest.raises(RuntimeError, match="list changed"):
+        scan.values(messages)
+
+
 _values = st.lists(
     st.one_of(
         st.none(),
