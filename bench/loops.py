@@ -1,8 +1,8 @@
 """The C loops against their Python versions, in-process: ``python -m bench.loops``.
 
 Times, in ns per record (best of ``--rounds``), the consuming thread's per-message steps for
-Confluent Avro values (error check, partition runs, values joined with the header check,
-timestamp range, pass-through bodies) one batch after another as the sink runs them, with the
+Confluent Avro values (error check, partition runs, the values, their common header, timestamp
+range, pass-through bodies) one batch after another as the sink runs them, with the
 C module (:mod:`sink.records.scan`, :mod:`formats.avro_wire`) and with each step's Python
 version; and a block of the bench's JSON orders parsed into an Arrow table by the C parser and
 by Arrow's reader (:class:`formats.json_lines_arrow.LineParser`). No broker: the Messages are
@@ -29,7 +29,6 @@ from formats.json_lines_arrow import LineParser, line_parse_options
 from sink.records import scan
 
 BATCH = 2000
-PADDING = bytes(8)
 
 
 def _best(rounds: int, records: int, step: Callable[[], Any]) -> float:
@@ -44,7 +43,8 @@ def _best(rounds: int, records: int, step: Callable[[], Any]) -> float:
 def _avro_steps(batches: list[list[Message]], native: bool) -> Callable[[], None]:
     first_error = scan.first_error if native else scan.first_error_py
     cuts = scan.partition_cuts if native else scan.partition_cuts_py
-    join = scan.join if native else scan.join_py
+    values_of = scan.values if native else scan.values_py
+    same_header = scan.same_header if native else scan.same_header_py
     stamps = scan.timestamp_range if native else scan.timestamp_range_py
     bodies = avro_wire._joined_bodies_c if native else avro_wire._joined_bodies_py
 
@@ -52,10 +52,10 @@ def _avro_steps(batches: list[list[Message]], native: bool) -> Callable[[], None
         for batch in batches:
             first_error(batch)
             cuts(batch)
-            values = list(map(Message.value, batch))
-            join(values, PADDING, 5)
+            values = values_of(batch)
+            same_header(values, 5)
             stamps(batch, 0, len(batch))
-            bodies(values, 0, len(values))
+            bodies(values, 0, len(values))  # type: ignore[arg-type]
 
     return run
 

@@ -15,10 +15,11 @@ those records one by one and the per-record path reports the bad one.
 
 The numpy decoding still costs a dozen array operations per field, each a few microseconds
 however few records it covers, so a batch of 2,000 took ~0.3 ms. ``formats/_avro_flat.c`` walks
-the bodies once, record by record and field by field, with the same rules (letting go of the
-GIL for a megabyte or more), in about half of that with the Arrow arrays built; it is used when
-it was built (:data:`NATIVE`), and the numpy version here (``decode_columns_py``), which the tests
-hold it to, runs otherwise.
+the bodies once, record by record and field by field, with the same rules, in about half of
+that with the Arrow arrays built: joined bodies (letting go of the GIL for a megabyte or more),
+or the consumed values where they lie (:func:`decode_bodies`). It is used when it was built
+(:data:`NATIVE`), and the numpy version here (``decode_columns_py``), which the tests hold it to,
+runs otherwise.
 """
 
 from __future__ import annotations
@@ -169,11 +170,7 @@ def decode_columns(
     kinds, nulls = field_codes(tuple(fields))
     columns = c.decode(data, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64),
                        header, kinds, nulls)
-    if columns is None:
-        return None
-    count = len(starts)
-    arrays = [_array(column, field, count) for column, field in zip(columns, fields, strict=True)]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return _batch(columns, fields, len(starts), schema)
 
 
 def decode_bodies(
@@ -188,10 +185,16 @@ def decode_bodies(
         ends = np.cumsum(lengths)
         return decode_columns_py(b"".join(values), ends - lengths + header, ends, fields, schema)
     kinds, nulls = field_codes(tuple(fields))
-    columns = c.decode_values(values, header, kinds, nulls)
+    return _batch(c.decode_values(values, header, kinds, nulls), fields, len(values), schema)
+
+
+def _batch(
+    columns: list[tuple[bytes, bytes | None, bytes | None]] | None, fields: Sequence[FlatField], count: int,
+    schema: pa.Schema,
+) -> pa.RecordBatch | None:
+    """The C decoder's columns as one Arrow batch (``None``: a body did not decode cleanly)."""
     if columns is None:
         return None
-    count = len(values)
     arrays = [_array(column, field, count) for column, field in zip(columns, fields, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

@@ -2,8 +2,8 @@
  * sink.records._scan: the consuming thread's per-message loops, one C pass each.
  *
  * What a consumed batch goes through before a format sees it (is any message an error, where
- * does the partition change, the smallest and largest timestamp of a run, the values joined with
- * where each starts and ends) was one Python-level step per message per attribute: the largest
+ * does the partition change, the values, the smallest and largest timestamp of a run, do the
+ * Avro values share one header) was one Python-level step per message per attribute: the largest
  * part of the time STOREAS AVRO from Confluent Avro spent beside consume() itself
  * (docs/benchmarks.md). Each function here is one of those steps; sink/records/scan.py holds the
  * Python version of each, used when this module was not built, and the tests hold both to the
@@ -331,48 +331,32 @@ int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *what)
 }
 
 /*
- * join(values, padding, starts, ends, header) -> (data, same_header) or None
+ * join(values, padding, starts, ends) -> data or None
  *
  * data = b"".join(values) + padding; starts[i], ends[i] = where values[i] lies in it (int64
- * arrays of len(values), filled in place). same_header: every value is at least `header` bytes
- * long and starts with the first one's `header` bytes. None (nothing filled) when a value is not
- * bytes (a tombstone).
+ * arrays of len(values), filled in place). None (nothing filled) when a value is not bytes (a
+ * tombstone). What the numpy versions of the Avro steps read; the C ones read the values where
+ * they lie, and same_header() checks their headers without a copy.
  */
 static PyObject *
 join(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5 || check_list(args[0], "join") < 0 || !PyBytes_Check(args[1])) {
+    if (nargs != 4 || check_list(args[0], "join") < 0 || !PyBytes_Check(args[1])) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "join(values, padding, starts, ends, header)");
+            PyErr_SetString(PyExc_TypeError, "join(values, padding, starts, ends)");
         }
         return NULL;
     }
     PyObject *values = args[0];
     PyObject *padding = args[1];
-    Py_ssize_t header = PyLong_AsSsize_t(args[4]);
-    if (header == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
     Py_ssize_t n = PyList_GET_SIZE(values);
     Py_ssize_t total = PyBytes_GET_SIZE(padding);
-    int same = n > 0;
-    const char *head = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyList_GET_ITEM(values, i);
         if (!PyBytes_CheckExact(v)) {
             Py_RETURN_NONE;
         }
-        Py_ssize_t size = PyBytes_GET_SIZE(v);
-        total += size;
-        if (same) {
-            if (size < header) {
-                same = 0;
-            } else if (head == NULL) {
-                head = PyBytes_AS_STRING(v);
-            } else if (memcmp(head, PyBytes_AS_STRING(v), (size_t)header) != 0) {
-                same = 0;
-            }
-        }
+        total += PyBytes_GET_SIZE(v);
     }
     Py_buffer starts, ends;
     if (int64_buffer(args[2], &starts, n, "starts") < 0) {
@@ -402,9 +386,7 @@ join(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     memcpy(out + at, PyBytes_AS_STRING(padding), (size_t)PyBytes_GET_SIZE(padding));
     PyBuffer_Release(&starts);
     PyBuffer_Release(&ends);
-    PyObject *result = PyTuple_Pack(2, data, same ? Py_True : Py_False);
-    Py_DECREF(data);
-    return result;
+    return data;
 }
 
 /* values(messages) -> [message.value(), ...] */
@@ -489,7 +471,7 @@ static PyMethodDef methods[] = {
     {"timestamp_range", (PyCFunction)(void (*)(void))timestamp_range, METH_FASTCALL,
      "timestamp_range(messages, start, stop) -> (smallest, largest) timestamp, or (None, None)"},
     {"join", (PyCFunction)(void (*)(void))join, METH_FASTCALL,
-     "join(values, padding, starts, ends, header) -> (data, same_header), or None for a tombstone"},
+     "join(values, padding, starts, ends) -> data, or None for a tombstone"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -73,10 +73,10 @@ class Joined:
         return len(self.values)
 
     def _join(self) -> None:
-        done = join(self.values, _PADDING, 0)
+        done = join(self.values, _PADDING)
         if done is None:
             raise TypeError("join_values: a value is not bytes (a tombstone?)")
-        self._data, self._starts, self._ends, _ = done
+        self._data, self._starts, self._ends = done
 
     @property
     def data(self) -> bytes:

@@ -29,10 +29,9 @@ from confluent_kafka import Message
 __all__ = ["NATIVE", "TIMESTAMPS_IN_PLACE", "first_error", "join", "partition_cuts", "same_header",
            "timestamp_range", "values"]
 
-Joined = tuple[bytes, np.ndarray, np.ndarray, bool]
-"""``(data, starts, ends, same_header)``: the values joined (then the padding), where value ``i``
-lies in ``data`` (``data[starts[i]:ends[i]]``, int64 arrays), and whether every value is at least
-``header`` bytes long and starts with the first value's ``header`` bytes."""
+Joined = tuple[bytes, np.ndarray, np.ndarray]
+"""``(data, starts, ends)``: the values joined (then the padding), and where value ``i`` lies
+in ``data`` (``data[starts[i]:ends[i]]``, int64 arrays)."""
 
 _error = Message.error
 _partition = Message.partition
@@ -92,22 +91,12 @@ def timestamp_range_py(messages: Sequence[Message], start: int, stop: int) -> tu
     return (min(stamps), max(stamps)) if stamps else (None, None)
 
 
-def join_py(values: Sequence[bytes | None], padding: bytes, header: int) -> Joined | None:
+def join_py(values: Sequence[bytes | None], padding: bytes) -> Joined | None:
     if None in values:
         return None
     lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))  # type: ignore[arg-type]
     ends = np.cumsum(lengths)
-    starts = ends - lengths
-    data = b"".join([*values, padding])  # type: ignore[list-item]
-    same = bool(values) and int(lengths.min()) >= header
-    if same and 0 < header <= 8 <= len(padding):  # each value's first 8 bytes as one big-endian word
-        words = np.ndarray(shape=(len(data) - 7,), dtype=">u8", buffer=data, strides=(1,))[starts]
-        heads = words >> np.uint64(64 - 8 * header) if header < 8 else words
-        same = bool((heads == heads[0]).all())
-    elif same and header:
-        gathered = np.frombuffer(data, np.uint8)[starts[:, None] + np.arange(header)]
-        same = bool((gathered == gathered[0]).all())
-    return data, starts, ends, same
+    return b"".join([*values, padding]), ends - lengths, ends  # type: ignore[list-item]
 
 
 def values_py(messages: Sequence[Message]) -> list[bytes | None]:
@@ -143,16 +132,14 @@ def timestamp_range(messages: Sequence[Message], start: int, stop: int) -> tuple
     return timestamp_range_py(messages, start, stop)
 
 
-def join(values: Sequence[bytes | None], padding: bytes, header: int) -> Joined | None:
+def join(values: Sequence[bytes | None], padding: bytes) -> Joined | None:
     """``values`` joined (see :data:`Joined`), or None when one is a tombstone."""
     if _native is not None and type(values) is list:
         starts = np.empty(len(values), np.int64)
         ends = np.empty(len(values), np.int64)
-        done = _native.join(values, padding, starts, ends, header)
-        if done is None:
-            return None
-        return done[0], starts, ends, done[1]
-    return join_py(values, padding, header)
+        data = _native.join(values, padding, starts, ends)
+        return None if data is None else (data, starts, ends)
+    return join_py(values, padding)
 
 
 def values(messages: Sequence[Message]) -> list[bytes | None]:
