@@ -169,6 +169,21 @@ check_list(PyObject *messages, const char *what)
     return 0;
 }
 
+/*
+ * messages[i] as a new reference, or NULL with RuntimeError when the list no longer reaches i: a
+ * message that is not a confluent_kafka.Message answers through Python code, which could change
+ * the list (and free the item) while it runs, so no loop here reads an item it does not hold.
+ */
+static PyObject *
+item_at(PyObject *messages, Py_ssize_t i, const char *what)
+{
+    if (i >= PyList_GET_SIZE(messages)) {
+        PyErr_Format(PyExc_RuntimeError, "%s: the list changed while it was read", what);
+        return NULL;
+    }
+    return Py_NewRef(PyList_GET_ITEM(messages, i));
+}
+
 /* first_error(messages) -> index of the first message whose error() is not None, or -1 */
 static PyObject *
 first_error(PyObject *module, PyObject *messages)
@@ -177,7 +192,12 @@ first_error(PyObject *module, PyObject *messages)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
-        PyObject *err = call(PyList_GET_ITEM(messages, i), M_ERROR);
+        PyObject *msg = item_at(messages, i, "first_error");
+        if (msg == NULL) {
+            return NULL;
+        }
+        PyObject *err = call(msg, M_ERROR);
+        Py_DECREF(msg);
         if (err == NULL) {
             return NULL;
         }
@@ -204,7 +224,12 @@ partition_cuts(PyObject *module, PyObject *messages)
     PyObject *previous = NULL;
     Py_ssize_t n = PyList_GET_SIZE(messages);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *partition = call(PyList_GET_ITEM(messages, i), M_PARTITION);
+        PyObject *msg = item_at(messages, i, "partition_cuts");
+        if (msg == NULL) {
+            goto fail;
+        }
+        PyObject *partition = call(msg, M_PARTITION);
+        Py_DECREF(msg);
         if (partition == NULL) {
             goto fail;
         }
@@ -269,7 +294,10 @@ timestamp_range(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     long long low = 0, high = 0;
     int any = 0;
     for (Py_ssize_t i = start; i < stop; i++) {
-        PyObject *msg = PyList_GET_ITEM(messages, i);
+        PyObject *msg = item_at(messages, i, "timestamp_range");
+        if (msg == NULL) {
+            return NULL;
+        }
         long long kind, ms;
         if (timestamp_at != -1 && Py_TYPE(msg) == message_type) { /* read in place */
             int32_t at_kind;
@@ -278,8 +306,10 @@ timestamp_range(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             memcpy(&at_ms, (const char *)msg + timestamp_at, 8);
             kind = at_kind;
             ms = at_ms;
+            Py_DECREF(msg);
         } else {
             PyObject *pair = call(msg, M_TIMESTAMP);
+            Py_DECREF(msg);
             if (pair == NULL) {
                 return NULL;
             }
@@ -402,12 +432,11 @@ values(PyObject *module, PyObject *messages)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (i >= PyList_GET_SIZE(messages)) { /* an object's value() (Python code) emptied the list */
-            PyErr_SetString(PyExc_RuntimeError, "values: the list changed while it was read");
+        PyObject *msg = item_at(messages, i, "values");
+        if (msg == NULL) {
             Py_DECREF(out);
             return NULL;
         }
-        PyObject *msg = Py_NewRef(PyList_GET_ITEM(messages, i));
         PyObject *value = call(msg, M_VALUE);
         Py_DECREF(msg);
         if (value == NULL) {

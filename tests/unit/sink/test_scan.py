@@ -108,6 +108,30 @@ def test_values_survive_a_value_method_that_empties_the_list() -> None:
         scan.values(messages)
 
 
+@pytest.mark.parametrize("loop", ["partition_cuts", "timestamp_range"])
+def test_the_loops_survive_a_method_that_empties_the_list(loop: str) -> None:
+    """partition() and timestamp() of a Python object run Python code too: the C loops hold each
+    message while it answers and stop with an error once the list no longer reaches the next one,
+    instead of reading past its end."""
+    messages: list[Any] = []
+
+    class Emptying:
+        def partition(self) -> int:
+            messages.clear()
+            return 0
+
+        def timestamp(self) -> tuple[int, int]:
+            messages.clear()
+            return (1, 5)
+
+    messages.extend([Emptying(), Emptying(), Emptying()])
+    with pytest.raises(RuntimeError, match="list changed"):
+        if loop == "partition_cuts":
+            scan.partition_cuts(messages)
+        else:
+            scan.timestamp_range(messages, 0, 3)
+
+
 _values = st.lists(
     st.one_of(
         st.none(),
