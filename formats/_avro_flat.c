@@ -48,6 +48,12 @@
 
 #define RELEASE_FROM (1 << 20)
 
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 typedef struct {
     const uint8_t *data;
     Py_ssize_t size;
@@ -188,8 +194,8 @@ valid_utf8(const uint8_t *s, Py_ssize_t n)
  * totals); otherwise also write the columns, whose buffers are sized from the check's totals.
  * Returns 1 when every body is accepted.
  */
-static int
-walk(const Batch *b, int64_t *totals, Column *cols)
+static ALWAYS_INLINE int
+walk_impl(const Batch *b, int64_t *totals, Column *cols)
 {
     for (Py_ssize_t f = 0; f < b->nfields; f++) {
         totals[f] = 0;
@@ -329,6 +335,29 @@ walk(const Batch *b, int64_t *totals, Column *cols)
         }
     }
     return 1;
+}
+
+/*
+ * walk_impl() made twice, the check (no columns) and the decode: with cols a constant the
+ * compiler drops every "is there a column" test from the check's inner loop, which is what the
+ * pass-through runs on every consumed batch.
+ */
+static int
+walk_check(const Batch *b, int64_t *totals)
+{
+    return walk_impl(b, totals, NULL);
+}
+
+static int
+walk_fill(const Batch *b, int64_t *totals, Column *cols)
+{
+    return walk_impl(b, totals, cols);
+}
+
+static int
+walk(const Batch *b, int64_t *totals, Column *cols)
+{
+    return cols == NULL ? walk_check(b, totals) : walk_fill(b, totals, cols);
 }
 
 /* header, kinds and nulls (the same in both calling conventions) into b. */

@@ -197,8 +197,22 @@ class AvroWriter(RowFileWriter):
     def _dump_open(self) -> None:
         """Write the pass-through's open block (compressed by fastavro with the file's codec)."""
         if self._open_count:
-            self._writer.write_block(_RawBlock(self._open_count, b"".join(self._open)))
+            self._block_out(self._open, self._open_count)
         self._open, self._open_count, self._open_size = [], 0, 0
+
+    def _block_out(self, pieces: list[bytes], count: int) -> None:
+        """Write a block of ``count`` encoded rows, uncompressed ``pieces`` one after the other.
+
+        Without a codec the block is its count, its size, the pieces and the file's sync marker:
+        written here in one call (:meth:`formats._file.CountingFile.write_pieces`), where
+        fastavro's ``write_block`` needs the pieces joined and writes those four parts with a
+        call each. With a codec fastavro compresses the joined pieces as always."""
+        writer = self._writer
+        if self._codec != "null":
+            writer.write_block(_RawBlock(count, b"".join(pieces)))
+            return
+        size = sum(map(len, pieces))
+        self._file.write_pieces([_avro_long(count) + _avro_long(size), *pieces, writer.sync_marker])
 
     def _fixed(self) -> bool:
         return self._writer is not None
@@ -445,19 +459,19 @@ class AvroWriter(RowFileWriter):
     def _write_datums(self) -> None:
         """Write the open column-wise block out, as fastavro's ``flush`` writes its open block."""
         if self._datum_count:
-            self._writer.write_block(_Datums(b"".join(self._datums), self._datum_count))
+            self._block_out(self._datums, self._datum_count)
             self._datums, self._datum_rows, self._datum_count, self._datum_bytes = [], [], 0, 0
 
 
-class _Datums:
-    """What ``fastavro.write.Writer.write_block`` reads of a block: its encoded rows, uncompressed
-    (it compresses them with the file's codec and writes the count, size and sync marker)."""
-
-    __slots__ = ("bytes_", "num_records")
-
-    def __init__(self, data: bytes, count: int) -> None:
-        self.bytes_ = io.BytesIO(data)
-        self.num_records = count
+def _avro_long(n: int) -> bytes:
+    """``n`` as Avro encodes a long: zig-zag, then a base-128 varint (low groups first)."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
 
 
 def _sync_marker(first: Record | None, codec: str, schema: Any) -> bytes:
