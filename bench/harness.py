@@ -27,7 +27,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -686,16 +685,7 @@ def spark_timing(spark: Any, root: Path, name: str, topic: str, repeats: int = 3
 @contextlib.contextmanager
 def start_registry() -> Iterator[str]:
     """The test suite's small HTTP Schema Registry on a free loopback port; yields its URL."""
-    from tests.fixtures.schema_registry import RegistryState, _Handler
+    from tests.fixtures.schema_registry import serve_registry
 
-    state = RegistryState()
-    handler = type("Handler", (_Handler,), {"state": state})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="bench-schema-registry", daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_registry("bench-schema-registry") as registry:
+        yield registry.url

@@ -4,7 +4,9 @@ Starts one Tansu broker and one SeaweedFS (stopped by PID at the end), runs ever
 flush {count, size, interval} x storage {local, s3} x {default layout, PARTITIONBY} with the
 default commit protocol (conditional on both), the S3 cells again with ``--protocols`` (default:
 ``copy``, the weaker mode's upload-copy-delete), a ``multipart`` cell whose files stream to S3 in
-5 MiB parts while they are written (kills mid-part and before completion), plus the
+5 MiB parts while they are written (kills mid-part and before completion), the
+two cells of Confluent Avro written through as it came (STOREAS AVRO from the Avro converter, on
+local disk and on S3; the project's test Schema Registry serves the schema), plus the
 headline cell (S3, PARTITIONBY, count flush) with ``--records`` records and ``--kills`` kills,
 prints a summary table and writes it to ``chaos/results/latest.json``. Exit status 1 if any
 cell lost, duplicated or invented a record.
@@ -26,6 +28,7 @@ from typing import Any
 from chaos.crash import REPO, S3Target, Scenario, run_scenario
 from chaos.proxy import FaultProxy
 from sink.quickstart.embedded import make_client, start_seaweedfs, start_tansu
+from tests.fixtures.schema_registry import serve_registry
 
 log = logging.getLogger("chaos")
 
@@ -113,6 +116,20 @@ def main(argv: list[str] | None = None) -> int:
                     protocol=protocol,
                 )
             )
+        # Confluent Avro written through as it came (STOREAS AVRO, no envelope: the pass-through's
+        # blocks of raw bodies), on local disk and on S3 with its in-flight kills
+        scenarios.extend(
+            Scenario(
+                flush="count",
+                storage=storage,
+                values="avro",
+                records=args.cell_records,
+                kills=args.cell_kills,
+                kill_window=(1.5, 7.0),
+                seed=args.seed + len(cells) + (3 if storage == "s3" else 2),
+            )
+            for storage in ("local", "s3")
+        )
         # files streamed to S3 as multipart uploads while written: kills land mid-part, between
         # parts, before completion (2 partitions x 2 files of ~3 parts each at 2 KB values)
         scenarios.append(
@@ -135,11 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     broker = start_tansu()
     weed = start_seaweedfs()
     try:
-        with FaultProxy(weed.endpoint.url) as proxy, tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+        with (
+            FaultProxy(weed.endpoint.url) as proxy,
+            tempfile.TemporaryDirectory(prefix="chaos-") as tmp,
+            serve_registry("chaos-schema-registry") as registry,
+        ):
             target = S3Target(weed.endpoint.connect_config(), make_client(weed.endpoint), proxy)
             for scn in scenarios:
                 log.info("cell %s: %d records, %d kills", scn.name, scn.records, scn.kills)
-                row = run_scenario(scn, broker.bootstrap, Path(tmp), target if scn.storage == "s3" else None)
+                row = run_scenario(
+                    scn, broker.bootstrap, Path(tmp), target if scn.storage == "s3" else None, registry.url
+                )
                 rows.append(row)
                 log.info(
                     "cell %s: %s", scn.name, {k: row[k] for k in ("checked", "lost", "duplicated", "ok")}

@@ -98,6 +98,10 @@ class Scenario:
     protocol: str = "auto"  # connect.s3.commit.protocol: auto (conditional here) | conditional | copy
     pad: int = 0
     """Bytes of padding per value (0: a few, varying). The ``multipart`` flush needs big values."""
+    values: str = "json"
+    """``json`` (schemaless JSON, files with the envelope) or ``avro``: Confluent Avro values
+    through the registry, STOREAS AVRO without an envelope, so the bodies are written through as
+    they came (the pass-through, docs/formats.md) and records are told apart by their ``n``."""
     drain_timeout: float = 300.0
     seed: int = 0
     name: str = field(default="")
@@ -106,7 +110,8 @@ class Scenario:
         if not self.name:
             pb = "partitionby" if self.partition_by else "default"
             protocol = "" if self.protocol == "auto" else f"-{self.protocol}"
-            self.name = f"{self.storage}-{self.flush}-{pb}{protocol}"
+            values = "-avro" if self.values == "avro" else ""
+            self.name = f"{self.storage}-{self.flush}-{pb}{protocol}{values}"
 
     def kcql(self, topic: str) -> str:
         flush = {
@@ -118,6 +123,11 @@ class Scenario:
                          "'flush.size'=1000000000, 'flush.interval'=30",
         }[self.flush]
         partition = " PARTITIONBY kind" if self.partition_by else ""
+        if self.values == "avro":  # no envelope: it would need every record decoded
+            return (
+                f"INSERT INTO chaos:data SELECT * FROM `{topic}`{partition} STOREAS `AVRO` "  # noqa: S608
+                f"PROPERTIES({flush})"
+            )
         return (
             f"INSERT INTO chaos:data SELECT * FROM `{topic}`{partition} STOREAS `JSON` "  # noqa: S608
             f"PROPERTIES('store.envelope'=true, {flush})"
@@ -129,24 +139,50 @@ MULTIPART_PART_SIZE = 5 * 1024 * 1024
 file of a few thousand padded records streams up in several parts (in-flight kills hit them)."""
 
 
-def produce(bootstrap: str, topic: str, records: int, partitions: int, pad: int = 0) -> set[Triple]:
-    """Produce ``records`` JSON values ``{"n": i, "kind": ...}`` round-robin over the partitions.
+AVRO_VALUE = {
+    "type": "record",
+    "name": "ChaosValue",
+    "namespace": "chaos",
+    "fields": [
+        {"name": "n", "type": "long"},
+        {"name": "kind", "type": "string"},
+        {"name": "pad", "type": "string"},
+    ],
+}
+"""The ``avro`` cells' value schema: the JSON cells' value, flat, so the sink writes it through."""
 
-    Returns the (topic, partition, offset) of every record as the broker acknowledged it in the
-    delivery reports: the expected set, independent of anything the sink says.
+
+def produce(
+    bootstrap: str, topic: str, records: int, partitions: int, pad: int = 0, registry: str | None = None
+) -> dict[int, Triple]:
+    """Produce ``records`` values ``{"n": i, "kind": ..., "pad": ...}`` round-robin over the
+    partitions: JSON, or Confluent Avro (confluent-kafka's own serializer, its schema registered
+    under ``<topic>-value``) when ``registry`` is given.
+
+    Returns each record's (topic, partition, offset) by its ``n``, as the broker acknowledged it
+    in the delivery reports: the expected set, independent of anything the sink says.
     """
-    acked: set[Triple] = set()
+    acked: dict[int, Triple] = {}
     failures: list[str] = []
 
     def on_delivery(err: Any, msg: Any) -> None:
         if err is not None:
             failures.append(str(err))
         else:
-            acked.add((msg.topic(), msg.partition(), msg.offset()))
+            acked[int(msg.key())] = (msg.topic(), msg.partition(), msg.offset())
 
+    encode: Any = lambda value: json.dumps(value).encode()  # noqa: E731
+    if registry is not None:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        serializer = AvroSerializer(SchemaRegistryClient({"url": registry}), json.dumps(AVRO_VALUE))
+        context = SerializationContext(topic, MessageField.VALUE)
+        encode = lambda value: serializer(value, context)  # noqa: E731
     prod = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 5000})
     for i in range(records):
-        value = json.dumps({"n": i, "kind": KINDS[i % len(KINDS)], "pad": "x" * (pad or i % 37)}).encode()
+        value = encode({"n": i, "kind": KINDS[i % len(KINDS)], "pad": "x" * (pad or i % 37)})
         while True:
             try:
                 prod.produce(
@@ -199,6 +235,8 @@ class Cell:
     scenario: Scenario
     topic: str
     expected: set[Triple]
+    by_n: dict[int, Triple] | None
+    """How the ``avro`` cells' files (no envelope) name a record: its ``n``; ``None`` for JSON."""
     config: Path
     work: Path
     bucket: str
@@ -207,8 +245,8 @@ class Cell:
     def read(self) -> tuple[Counter[Triple], int]:
         """What the storage holds now (independent reader) and how many data files."""
         if self.s3 is not None:
-            return read_s3(self.s3.client, self.bucket, "data")
-        return read_local(self.work / "out", self.bucket, "data")
+            return read_s3(self.s3.client, self.bucket, "data", self.by_n)
+        return read_local(self.work / "out", self.bucket, "data", self.by_n)
 
     def verdict(self) -> dict[str, int]:
         """:func:`chaos.reader.compare` of the expected set against the storage."""
@@ -216,14 +254,21 @@ class Cell:
         return {**compare(self.expected, seen), "files": files}
 
 
-def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None, **extra: str) -> Cell:
-    """Create the topic, produce ``scn.records``, write the connector config (``extra`` keys win)."""
+def prepare(
+    scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None, registry: str | None = None,
+    **extra: str,
+) -> Cell:
+    """Create the topic, produce ``scn.records``, write the connector config (``extra`` keys win).
+    ``registry``: the Schema Registry's URL, which the ``avro`` cells need."""
+    if scn.values == "avro" and registry is None:
+        raise ValueError(f"{scn.name}: an avro cell needs a Schema Registry")
     work = workdir / scn.name
     work.mkdir(parents=True, exist_ok=True)
     topic = f"chaos-{scn.name}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=scn.partitions)])[topic].result(timeout=20)
-    expected = produce(bootstrap, topic, scn.records, scn.partitions, scn.pad)
+    avro_registry = registry if scn.values == "avro" else None
+    by_n = produce(bootstrap, topic, scn.records, scn.partitions, scn.pad, avro_registry)
 
     props: dict[str, str] = {
         "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",
@@ -236,6 +281,9 @@ def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = 
         "connect.s3.commit.protocol": scn.protocol,
         **FAST_CONSUMER,
     }
+    if scn.values == "avro":
+        props["value.converter"] = "io.confluent.connect.avro.AvroConverter"
+        props["value.converter.schema.registry.url"] = str(registry)
     bucket = "chaos"
     if scn.storage == "s3":
         if s3 is None:
@@ -253,7 +301,10 @@ def prepare(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = 
     props.update(extra)
     config = work / "connector.json"
     config.write_text(json.dumps({"name": f"chaos-{uuid.uuid4().hex[:8]}", "config": props}, indent=2))
-    return Cell(scn, topic, expected, config, work, bucket, s3 if scn.storage == "s3" else None)
+    return Cell(
+        scn, topic, set(by_n.values()), by_n if scn.values == "avro" else None, config, work, bucket,
+        s3 if scn.storage == "s3" else None,
+    )
 
 
 def _text(path: Path) -> str:
@@ -281,11 +332,14 @@ def drain(cell: Cell, bootstrap: str, log_path: Path, timeout: float) -> tuple[b
     return drained, rc
 
 
-def run_scenario(scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None) -> dict[str, Any]:
-    """Produce, crash ``scn.kills`` times, drain, read back; returns the cell's summary row."""
+def run_scenario(
+    scn: Scenario, bootstrap: str, workdir: Path, s3: S3Target | None = None, registry: str | None = None
+) -> dict[str, Any]:
+    """Produce, crash ``scn.kills`` times, drain, read back; returns the cell's summary row.
+    ``registry``: the Schema Registry's URL (the ``avro`` cells)."""
     rng = random.Random(scn.seed)  # noqa: S311 - chaos timing, not security
     began = time.monotonic()
-    cell = prepare(scn, bootstrap, workdir, s3)
+    cell = prepare(scn, bootstrap, workdir, s3, registry)
     work, config, bucket = cell.work, cell.config, cell.bucket
     kinds: Counter[str] = Counter()
     logs: list[Path] = []

@@ -4,7 +4,8 @@ Independent of the sink's code on purpose: files are listed with ``os.walk`` or 
 ``list_objects_v2`` and decoded with json/gzip/fastavro/pyarrow. The only project code used is
 the layout contract ``partitioners.layout.is_data_key`` (which keys are data), the same rule
 Spark readers apply. Records are identified by the envelope's ``metadata`` so a duplicate or a
-gap is a fact about offsets, not about values.
+gap is a fact about offsets, not about values; files without an envelope (the Avro pass-through
+cells) by their value's ``n``, mapped to the offset the broker acknowledged for it.
 """
 
 from __future__ import annotations
@@ -45,14 +46,22 @@ def decode_rows(key: str, data: bytes) -> Iterator[dict[str, Any]]:
         raise ValueError(f"{key}: unexpected extension for an envelope file")
 
 
-def _triples(rows: Iterable[dict[str, Any]]) -> Iterator[Triple]:
+def _triples(rows: Iterable[dict[str, Any]], by_n: dict[int, Triple] | None = None) -> Iterator[Triple]:
+    """Each row's (topic, partition, offset): from its envelope, or with ``by_n`` from its ``n``
+    (a value never produced counts as an unexpected triple)."""
     for row in rows:
+        if by_n is not None:
+            yield by_n.get(int(row["n"]), ("?", -1, int(row["n"])))
+            continue
         meta = row["metadata"]
         yield (meta["topic"], int(meta["partition"]), int(meta["offset"]))
 
 
-def read_local(root: Path, bucket: str, prefix: str) -> tuple[Counter[Triple], int]:
-    """Triples in the data files under ``root/bucket`` and the number of files read."""
+def read_local(
+    root: Path, bucket: str, prefix: str, by_n: dict[int, Triple] | None = None
+) -> tuple[Counter[Triple], int]:
+    """Triples in the data files under ``root/bucket`` and the number of files read (``by_n``:
+    see :func:`_triples`)."""
     base = Path(root) / bucket
     seen: Counter[Triple] = Counter()
     files = 0
@@ -62,12 +71,15 @@ def read_local(root: Path, bucket: str, prefix: str) -> tuple[Counter[Triple], i
             key = path.relative_to(base).as_posix()
             if is_data_key(key, prefix):
                 files += 1
-                seen.update(_triples(decode_rows(key, path.read_bytes())))
+                seen.update(_triples(decode_rows(key, path.read_bytes()), by_n))
     return seen, files
 
 
-def read_s3(client: Any, bucket: str, prefix: str) -> tuple[Counter[Triple], int]:
-    """Triples in the data objects of ``bucket`` (listing paginated) and the number of files read."""
+def read_s3(
+    client: Any, bucket: str, prefix: str, by_n: dict[int, Triple] | None = None
+) -> tuple[Counter[Triple], int]:
+    """Triples in the data objects of ``bucket`` (listing paginated) and the number of files read
+    (``by_n``: see :func:`_triples`)."""
     seen: Counter[Triple] = Counter()
     files = 0
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
@@ -76,7 +88,7 @@ def read_s3(client: Any, bucket: str, prefix: str) -> tuple[Counter[Triple], int
             if is_data_key(key, prefix):
                 files += 1
                 body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
-                seen.update(_triples(decode_rows(key, body)))
+                seen.update(_triples(decode_rows(key, body), by_n))
     return seen, files
 
 

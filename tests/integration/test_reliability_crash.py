@@ -46,3 +46,20 @@ def test_sigkill_s3_mid_upload_and_mid_commit_with_partitionby(
     # kills 2 and 3 park a file upload (dropped, or forwarded late) and an index write: the sink
     # died mid-request
     assert sum(row["kills"].get(k, 0) for k in ("upload", "late-upload", "index")) >= 1, row
+
+
+@pytest.mark.chaos
+def test_sigkill_avro_written_through_keeps_every_offset_once(
+    kafka_bootstrap, s3_endpoint, s3_client, schema_registry_url, tmp_path
+):
+    """Confluent Avro in, STOREAS AVRO out: the bodies go into the files' blocks as they came (no
+    envelope, so the read-back names records by their ``n``), with kills mid-upload and
+    mid-commit as in the JSON cells."""
+    with FaultProxy(s3_endpoint.url) as proxy:
+        target = S3Target(s3_endpoint.connect_config(), s3_client, proxy)
+        scn = Scenario(
+            flush="count", storage="s3", values="avro", records=4_000, kills=3, kill_window=(2.0, 6.0), seed=9
+        )
+        row = run_scenario(scn, kafka_bootstrap, tmp_path, target, schema_registry_url)
+    _check(row)
+    assert sum(row["kills"].get(k, 0) for k in ("upload", "late-upload", "index")) >= 1, row
