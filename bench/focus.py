@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                 got = h.bare_consume(broker.bootstrap, data[kind])
                 got["broker_cpu_s"] = _cpu_seconds(broker.pid) - broker_before
                 bare.setdefault(kind, []).append(got)
-                line.append(f"bare {kind} {got['rps']:,.0f} (cpu {got.get('cpu_s', 0):.2f} s, "
+                line.append(f"bare {kind} {got['rps']:,.0f} (first {got['first_record_s']:.3f} s, "
+                            f"cpu {got.get('cpu_s', 0):.2f} s, "
                             f"broker {got['broker_cpu_s']:.2f} s)")
             for row in args.rows:
                 broker_before = _cpu_seconds(broker.pid)
