@@ -45,6 +45,7 @@ __all__ = [
     "drain",
     "prepare",
     "produce",
+    "produce_numbered",
     "run_scenario",
     "start_sink",
 ]
@@ -152,16 +153,21 @@ AVRO_VALUE = {
 """The ``avro`` cells' value schema: the JSON cells' value, flat, so the sink writes it through."""
 
 
-def produce(
+def produce(bootstrap: str, topic: str, records: int, partitions: int, pad: int = 0) -> set[Triple]:
+    """Produce ``records`` JSON values ``{"n": i, "kind": ...}`` round-robin over the partitions.
+
+    Returns the (topic, partition, offset) of every record as the broker acknowledged it in the
+    delivery reports: the expected set, independent of anything the sink says.
+    """
+    return set(produce_numbered(bootstrap, topic, records, partitions, pad).values())
+
+
+def produce_numbered(
     bootstrap: str, topic: str, records: int, partitions: int, pad: int = 0, registry: str | None = None
 ) -> dict[int, Triple]:
-    """Produce ``records`` values ``{"n": i, "kind": ..., "pad": ...}`` round-robin over the
-    partitions: JSON, or Confluent Avro (confluent-kafka's own serializer, its schema registered
-    under ``<topic>-value``) when ``registry`` is given.
-
-    Returns each record's (topic, partition, offset) by its ``n``, as the broker acknowledged it
-    in the delivery reports: the expected set, independent of anything the sink says.
-    """
+    """:func:`produce`, JSON or, when ``registry`` is given, Confluent Avro (confluent-kafka's own
+    serializer, the schema :data:`AVRO_VALUE` registered under ``<topic>-value``); returns each
+    record's acknowledged (topic, partition, offset) by its ``n``."""
     acked: dict[int, Triple] = {}
     failures: list[str] = []
 
@@ -268,7 +274,7 @@ def prepare(
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=scn.partitions)])[topic].result(timeout=20)
     avro_registry = registry if scn.values == "avro" else None
-    by_n = produce(bootstrap, topic, scn.records, scn.partitions, scn.pad, avro_registry)
+    by_n = produce_numbered(bootstrap, topic, scn.records, scn.partitions, scn.pad, avro_registry)
 
     props: dict[str, str] = {
         "connector.class": "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector",

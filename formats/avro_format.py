@@ -195,7 +195,7 @@ class AvroWriter(RowFileWriter):
                 self._block.append(row)
 
     def _dump_open(self) -> None:
-        """Write the pass-through's open block (compressed by fastavro with the file's codec)."""
+        """Write the pass-through's open block (see :meth:`_block_out`)."""
         if self._open_count:
             self._block_out(self._open, self._open_count)
         self._open, self._open_count, self._open_size = [], 0, 0
