@@ -338,26 +338,14 @@ walk_impl(const Batch *b, int64_t *totals, Column *cols)
 }
 
 /*
- * walk_impl() made twice, the check (no columns) and the decode: with cols a constant the
- * compiler drops every "is there a column" test from the check's inner loop, which is what the
- * pass-through runs on every consumed batch.
+ * walk_impl() made twice, the check (no columns) and the decode: with cols a constant in each
+ * branch the compiler drops every "is there a column" test from the check's inner loop, which is
+ * what the pass-through runs on every consumed batch.
  */
-static int
-walk_check(const Batch *b, int64_t *totals)
-{
-    return walk_impl(b, totals, NULL);
-}
-
-static int
-walk_fill(const Batch *b, int64_t *totals, Column *cols)
-{
-    return walk_impl(b, totals, cols);
-}
-
 static int
 walk(const Batch *b, int64_t *totals, Column *cols)
 {
-    return cols == NULL ? walk_check(b, totals) : walk_fill(b, totals, cols);
+    return cols == NULL ? walk_impl(b, totals, NULL) : walk_impl(b, totals, cols);
 }
 
 /* header, kinds and nulls (the same in both calling conventions) into b. */

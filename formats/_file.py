@@ -75,7 +75,7 @@ class CountingFile:
     counting the whole file, which is what encoders that record offsets (Parquet's footer) need.
     """
 
-    __slots__ = ("_fd", "_fileno", "_local", "_path", "_raw", "_spill", "_unsent", "count", "spilled")
+    __slots__ = ("_fileno", "_local", "_path", "_raw", "_spill", "_unsent", "count", "spilled")
 
     def __init__(self, raw: IO[bytes], path: Path | None = None, spill: PartSink | None = None) -> None:
         if spill is not None and path is None:
@@ -85,7 +85,6 @@ class CountingFile:
         self._spill = spill
         self._local = 0
         self._fileno = _fileno(raw)
-        self._fd = self._fileno if start_writeback is not None else None
         self._unsent = 0
         """Bytes written since the kernel was last asked to write the file out (:data:`WRITEBACK_EVERY`)."""
         self.count = 0
@@ -128,8 +127,8 @@ class CountingFile:
         self._unsent += written
         if self._unsent >= WRITEBACK_EVERY:
             self._unsent = 0
-            if self._fd is not None and start_writeback is not None:
-                start_writeback(self._fd)  # what BufferedWriter still holds goes at the next one
+            if self._fileno is not None and start_writeback is not None:
+                start_writeback(self._fileno)  # what BufferedWriter still holds goes at the next one
         if self._spill is not None:
             self._local += written
             if self._local >= self._spill.part_size:
