@@ -9,10 +9,10 @@ PYTEST_ARGS ?=
 .PHONY: install system-deps test lint demo bench chaos clean
 
 # setup.py builds the C modules (sink/records/_scan.c, sink/records/_json_text.c, formats/_wire.c,
-# formats/_json_lines.c, formats/_avro_flat.c) into the source tree: a changed .c file reinstalls,
-# which rebuilds them.
+# formats/_json_lines.c, formats/_avro_flat.c, formats/_write_thread.c) into the source tree: a
+# changed .c file reinstalls, which rebuilds them.
 $(STAMP): pyproject.toml setup.py sink/records/_scan.c sink/records/_json_text.c formats/_wire.c \
-		formats/_json_lines.c formats/_avro_flat.c
+		formats/_json_lines.c formats/_avro_flat.c formats/_write_thread.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

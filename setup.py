@@ -14,5 +14,6 @@ setup(
         Extension("formats._json_lines", ["formats/_json_lines.c"], optional=True),
         Extension("formats._avro_flat", ["formats/_avro_flat.c"], optional=True),
         Extension("sink.records._json_text", ["sink/records/_json_text.c"], optional=True),
+        Extension("formats._write_thread", ["formats/_write_thread.c"], optional=True),
     ]
 )

@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
+from formats import _write_behind
 from formats.base import FormatError, FormatWriter, PartSink
 
-__all__ = ["WRITEBACK_EVERY", "CountingFile", "StagingWriter", "start_writeback"]
+__all__ = ["WRITEBACK_EVERY", "WRITE_BEHIND", "CountingFile", "StagingWriter", "start_writeback"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,10 @@ WRITEBACK_EVERY = 1 << 20
 writes the whole file while the file's records wait to become visible: ~8 ms for each 5.5 MB
 file of the benchmark's last three, in parallel (strace, 2026-11-28). With it the fsync finds
 all but the last megabyte on its way to disk already."""
+
+WRITE_BEHIND = _write_behind.available()
+"""Whether new staging files queue their ``write_pieces`` and write-out hints to the write-behind
+thread (:mod:`formats._write_behind`); ``False`` writes them in place (the benchmark's A/B)."""
 
 _SYNC_FILE_RANGE_WRITE = 2
 _IOV_MAX = 1024
@@ -75,7 +80,7 @@ class CountingFile:
     counting the whole file, which is what encoders that record offsets (Parquet's footer) need.
     """
 
-    __slots__ = ("_fileno", "_local", "_path", "_raw", "_spill", "_unsent", "count", "spilled")
+    __slots__ = ("_behind", "_fileno", "_local", "_path", "_raw", "_spill", "_unsent", "count", "spilled")
 
     def __init__(self, raw: IO[bytes], path: Path | None = None, spill: PartSink | None = None) -> None:
         if spill is not None and path is None:
@@ -85,6 +90,9 @@ class CountingFile:
         self._spill = spill
         self._local = 0
         self._fileno = _fileno(raw)
+        self._behind = _write_behind.Tracker() if WRITE_BEHIND and self._fileno is not None else None
+        """This file's jobs on the write-behind thread (:mod:`formats._write_behind`), if it queues
+        its ``write_pieces`` and write-out hints there."""
         self._unsent = 0
         """Bytes written since the kernel was last asked to write the file out (:data:`WRITEBACK_EVERY`)."""
         self.count = 0
@@ -108,11 +116,20 @@ class CountingFile:
         sync marker, and joining them first copied every body once more (~32 MB per 300,000
         benchmark records). Whatever the buffered file still holds is flushed first, so the
         order of the bytes is the order of the calls.
+
+        With the write-behind thread the pieces are queued for their offset and this returns at
+        once: an earlier queued write's error is raised here, a later one's by the next call (or
+        by the close) that must see the file whole.
         """
         if self._fileno is None or not 0 < len(pieces) <= _IOV_MAX:
             return self.write(b"".join(pieces))
         self._raw.flush()
         total = sum(map(len, pieces))
+        if self._behind is not None:
+            offset = self._raw.tell()
+            _write_behind.write(self._behind, self._fileno, pieces, offset, total)
+            self._raw.seek(offset + total)  # the next buffered write goes after them
+            return self._wrote(total)
         done = os.writev(self._fileno, pieces)
         if done < total:  # a short write (a signal, a full disk on the way): the rest as one
             rest = b"".join(pieces)[done:]
@@ -128,7 +145,11 @@ class CountingFile:
         if self._unsent >= WRITEBACK_EVERY:
             self._unsent = 0
             if self._fileno is not None and start_writeback is not None:
-                start_writeback(self._fileno)  # what BufferedWriter still holds goes at the next one
+                # what BufferedWriter still holds goes at the next one
+                if self._behind is not None:
+                    _write_behind.hint(self._behind, self._fileno)
+                else:
+                    start_writeback(self._fileno)
         if self._spill is not None:
             self._local += written
             if self._local >= self._spill.part_size:
@@ -137,6 +158,7 @@ class CountingFile:
 
     def _hand_over(self, spill: PartSink) -> None:
         assert self._path is not None  # noqa: S101 - checked in __init__
+        self._settle()
         self._raw.flush()
         with self._path.open("rb") as part:
             spill.upload_part(part, self._local)
@@ -146,7 +168,13 @@ class CountingFile:
         self._local = 0
 
     def flush(self) -> None:
+        self._settle()
         self._raw.flush()
+
+    def _settle(self) -> None:
+        """Wait for this file's queued writes; raise the first one's error."""
+        if self._behind is not None:
+            _write_behind.settle(self._behind)
 
     def tell(self) -> int:
         return self.count
@@ -168,12 +196,21 @@ class CountingFile:
         """Flush, fsync and close: after this the bytes are on disk, as the committer requires."""
         if self._raw.closed:
             return
+        self._settle()
         self._raw.flush()
         os.fsync(self._raw.fileno())
         self._raw.close()
 
     def close(self) -> None:
-        if not self._raw.closed:
+        """Close without finishing (an abort): queued writes are waited for, never left to land
+        on a descriptor number the process may have reused."""
+        if self._raw.closed:
+            return
+        try:
+            if self._behind is not None:
+                # its error, if any, was or is raised by an append or the close that finishes it
+                _write_behind.settle(self._behind, raise_error=False)
+        finally:
             self._raw.close()
 
 

@@ -1,11 +1,14 @@
 """``CountingFile.write_pieces``: a block's pieces written as one, in order, counted once.
 
 The Avro pass-through writes each block as its header, the bodies of the batches it took and the
-sync marker in one ``writev`` (formats/_file.py) instead of joining them and writing four parts.
-Pinned here: the bytes on disk are exactly ``b"".join`` of everything written, whatever mix of
-``write`` and ``write_pieces``; the count, the write-out hint and the parts handed to a
-:class:`~formats.base.PartSink` see the pieces as one write; in-memory files and more pieces than
-one ``writev`` takes fall back to a join; a short ``writev`` is completed.
+sync marker in one ``writev`` (formats/_file.py) instead of joining them and writing four parts,
+queued by default to the write-behind thread (formats/_write_behind.py), which writes them at
+their offset with ``pwritev``. Pinned here, with and without the thread (``behind``): the bytes
+on disk are exactly ``b"".join`` of everything written, whatever mix of ``write`` and
+``write_pieces``; the count, the write-out hint and the parts handed to a
+:class:`~formats.base.PartSink` see the pieces as one write; in-memory files fall back to a join.
+In place, more pieces than one ``writev`` takes are joined and a short ``writev`` is completed.
+The thread's own promises are in tests/unit/formats/test_write_behind.py.
 """
 
 from __future__ import annotations
@@ -17,10 +20,20 @@ from typing import BinaryIO
 
 import pytest
 
-from formats import _file
+from formats import _file, _write_behind
 from formats._file import WRITEBACK_EVERY, CountingFile
 
 
+@pytest.fixture(params=[True, False], ids=["behind", "in-place"])
+def behind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Files made in the test queue their writes to the write-behind thread, or write in place."""
+    if request.param and not _write_behind.available():
+        pytest.skip("formats._write_thread was not built")
+    monkeypatch.setattr(_file, "WRITE_BEHIND", request.param)
+    return bool(request.param)
+
+
+@pytest.mark.usefixtures("behind")
 def test_pieces_land_in_order_between_buffered_writes(tmp_path: Path) -> None:
     path = tmp_path / "staging.avro"
     counting = CountingFile(path.open("wb"), path)
@@ -32,6 +45,7 @@ def test_pieces_land_in_order_between_buffered_writes(tmp_path: Path) -> None:
     assert path.read_bytes() == b"header\x04\x0abody-onebody-two" + b"S" * 16 + b"tail"
 
 
+@pytest.mark.usefixtures("behind")
 def test_an_in_memory_file_gets_the_pieces_joined() -> None:
     raw = io.BytesIO()
     counting = CountingFile(raw)
@@ -42,6 +56,8 @@ def test_an_in_memory_file_gets_the_pieces_joined() -> None:
 def test_more_pieces_than_one_writev_takes_are_joined(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In place (the write-behind thread's own chunking: tests/unit/formats/test_write_behind.py)."""
+    monkeypatch.setattr(_file, "WRITE_BEHIND", False)
     calls: list[int] = []
     real = os.writev
     monkeypatch.setattr(os, "writev", lambda fd, bufs: calls.append(len(bufs)) or real(fd, bufs))
@@ -57,6 +73,7 @@ def test_more_pieces_than_one_writev_takes_are_joined(
 
 def test_a_short_writev_is_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A writev may write less than asked (a signal, a disk filling up): the rest still goes, in order."""
+    monkeypatch.setattr(_file, "WRITE_BEHIND", False)
     real = os.writev
     monkeypatch.setattr(os, "writev", lambda fd, bufs: real(fd, [bytes(bufs[0])[:2]]))
     path = tmp_path / "f"
@@ -66,9 +83,13 @@ def test_a_short_writev_is_completed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert path.read_bytes() == b"abcdefgh"
 
 
-def test_the_pieces_count_towards_the_write_out_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pieces_count_towards_the_write_out_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behind: bool
+) -> None:
     asked: list[int] = []
-    monkeypatch.setattr(_file, "start_writeback", asked.append)
+    monkeypatch.setattr(_file, "start_writeback", asked.append)  # in place: asked here
+    if behind:  # queued after the writes, on the write-behind thread
+        monkeypatch.setattr(_write_behind, "hint", lambda _tracker, fd: asked.append(fd))
     path = tmp_path / "f"
     counting = CountingFile(path.open("wb"), path)
     half = b"x" * (WRITEBACK_EVERY // 2)
@@ -96,6 +117,7 @@ class _Parts:
         self.parts.append(got)
 
 
+@pytest.mark.usefixtures("behind")
 def test_spilled_parts_hold_the_pieces(tmp_path: Path) -> None:
     """With parts handed away as the file grows, pieces written by writev are in them, in order,
     and the local file is emptied after each part as for a plain write."""

@@ -16,13 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from formats import _file
+from formats import _file, _write_behind
 from formats._file import WRITEBACK_EVERY, CountingFile
 
 
-def test_writeback_is_asked_for_once_per_megabyte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("behind", [True, False], ids=["write-behind", "in-place"])
+def test_writeback_is_asked_for_once_per_megabyte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behind: bool
+) -> None:
+    """In place, or queued to the write-behind thread (formats/_write_behind.py) after the writes."""
+    if behind and not _write_behind.available():
+        pytest.skip("formats._write_thread was not built")
     asked: list[int] = []
+    monkeypatch.setattr(_file, "WRITE_BEHIND", behind)
     monkeypatch.setattr(_file, "start_writeback", asked.append)
+    monkeypatch.setattr(_write_behind, "hint", lambda _tracker, fd: asked.append(fd))
     path = tmp_path / "staging.avro"
     counting = CountingFile(path.open("wb"), path)
     chunk = b"x" * (WRITEBACK_EVERY // 4 + 1)
