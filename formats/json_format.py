@@ -96,8 +96,11 @@ class JsonWriter(StagingWriter):
             # schemaless JSON values are written as their one-line text anyway: all at once
             data = batch.json_lines()
             if data is not None:
-                self._emit(data)
-                self._emit(b"\n")
+                if self._deflate is None:  # one write, queued to the write-behind thread
+                    self._file.write_pieces([data, b"\n"])
+                else:
+                    self._emit(data)
+                    self._emit(b"\n")
                 self._count += len(batch)
                 return len(batch)
         return self._write_records(batch.records())
