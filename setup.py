@@ -1,9 +1,10 @@
-"""Five small C modules, built with the package (docs/benchmarks.md, "One pass in C"): the
+"""Six small C modules, built with the package (docs/benchmarks.md, "One pass in C"): the
 consuming thread's per-message loops, the Avro pass-through's bodies, flat JSON lines parsed
-into Arrow buffers, flat Avro bodies checked and decoded, and one-line JSON values joined and
-checked. All are optional: when no C compiler is at hand the build goes on without them, and
-the Python versions in sink/records/scan.py, sink/records/json_text.py, formats/avro_wire.py
-and formats/avro_columns.py and Arrow's JSON reader (formats/json_lines_arrow.py) run instead."""
+into Arrow buffers, flat Avro bodies checked and decoded, one-line JSON values joined and
+checked, and the write-behind thread for staging files. All are optional: when no C compiler is
+at hand the build goes on without them, and the Python versions in sink/records/scan.py,
+sink/records/json_text.py, formats/avro_wire.py and formats/avro_columns.py and Arrow's JSON
+reader (formats/json_lines_arrow.py) run instead; staging files are then written in place."""
 
 from setuptools import Extension, setup
 

@@ -80,7 +80,8 @@ class CountingFile:
     counting the whole file, which is what encoders that record offsets (Parquet's footer) need.
     """
 
-    __slots__ = ("_behind", "_fileno", "_local", "_path", "_raw", "_spill", "_unsent", "count", "spilled")
+    __slots__ = ("_behind", "_fileno", "_local", "_path", "_raw", "_seek_due", "_spill", "_unsent", "count",
+                 "spilled")
 
     def __init__(self, raw: IO[bytes], path: Path | None = None, spill: PartSink | None = None) -> None:
         if spill is not None and path is None:
@@ -90,9 +91,13 @@ class CountingFile:
         self._spill = spill
         self._local = 0
         self._fileno = _fileno(raw)
-        self._behind = _write_behind.Tracker() if WRITE_BEHIND and self._fileno is not None else None
+        queue = WRITE_BEHIND and self._fileno is not None and raw.tell() == 0
+        self._behind = _write_behind.Tracker() if queue else None
         """This file's jobs on the write-behind thread (:mod:`formats._write_behind`), if it queues
-        its ``write_pieces`` and write-out hints there."""
+        its ``write_pieces`` and write-out hints there (a file written from its start: the
+        queued writes' offsets are ``count - spilled``)."""
+        self._seek_due = False
+        """Queued writes went past the descriptor's position: a buffered write seeks past them first."""
         self._unsent = 0
         """Bytes written since the kernel was last asked to write the file out (:data:`WRITEBACK_EVERY`)."""
         self.count = 0
@@ -105,6 +110,9 @@ class CountingFile:
         return self._spill is not None
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._seek_due:
+            self._seek_due = False
+            self._raw.seek(self.count - self.spilled)
         n = self._raw.write(data)
         return self._wrote(len(data) if n is None else n)
 
@@ -125,10 +133,9 @@ class CountingFile:
             return self.write(b"".join(pieces))
         self._raw.flush()
         total = sum(map(len, pieces))
-        if self._behind is not None:
-            offset = self._raw.tell()
-            _write_behind.write(self._behind, self._fileno, pieces, offset, total)
-            self._raw.seek(offset + total)  # the next buffered write goes after them
+        if self._behind is not None:  # at its offset, without moving the descriptor (two syscalls)
+            _write_behind.write(self._behind, self._fileno, pieces, self.count - self.spilled, total)
+            self._seek_due = True
             return self._wrote(total)
         done = os.writev(self._fileno, pieces)
         if done < total:  # a short write (a signal, a full disk on the way): the rest as one
@@ -164,6 +171,7 @@ class CountingFile:
             spill.upload_part(part, self._local)
         self._raw.seek(0)
         self._raw.truncate()
+        self._seek_due = False
         self.spilled += self._local
         self._local = 0
 

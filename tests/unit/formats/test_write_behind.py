@@ -135,3 +135,27 @@ def test_a_forked_child_writes_through_its_own_thread(tmp_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert (tmp_path / "parent").read_bytes() == b"parent"
+
+
+def test_a_file_not_at_its_start_is_written_in_place(tmp_path: Path) -> None:
+    """Queued writes' offsets count from the file's start; a file handed over mid-way is not queued."""
+    path = tmp_path / "f"
+    path.write_bytes(b"before-")
+    counting = CountingFile(path.open("ab"), path)
+    assert counting._behind is None
+    counting.write_pieces([b"after", b"-pieces"])
+    counting.write(b"!")
+    counting.fsync_close()
+    assert path.read_bytes() == b"before-after-pieces!"
+
+
+def test_buffered_writes_after_queued_ones_go_past_them(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    counting = CountingFile(path.open("wb"), path)
+    for i in range(50):  # the descriptor's position is only moved when a buffered write comes
+        counting.write_pieces([b"<", str(i).encode(), b">"])
+        if i % 7 == 0:
+            counting.write(b"|")
+    counting.fsync_close()
+    expected = b"".join(b"<%d>" % i + (b"|" if i % 7 == 0 else b"") for i in range(50))
+    assert path.read_bytes() == expected and counting.count == len(expected)
