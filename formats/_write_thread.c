@@ -167,6 +167,19 @@ run(void *unused)
     return NULL;
 }
 
+/* Release a job's views (the first `count`), its tracker reference if it took one, and the job
+ * (with the GIL). */
+static void
+release(Job *job, Py_ssize_t count)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyBuffer_Release(&job->views[i]);
+    }
+    PyMem_Free(job->views);
+    Py_XDECREF(job->tracker);
+    PyMem_Free(job);
+}
+
 /* Release finished jobs' Python objects (with the GIL). */
 static void
 reap(void)
@@ -177,12 +190,7 @@ reap(void)
     pthread_mutex_unlock(&lock);
     while (job != NULL) {
         Job *next = job->next;
-        for (Py_ssize_t i = 0; i < job->count; i++) {
-            PyBuffer_Release(&job->views[i]);
-        }
-        PyMem_Free(job->views);
-        Py_DECREF(job->tracker);
-        PyMem_Free(job);
+        release(job, job->count);
         job = next;
     }
 }
@@ -293,14 +301,11 @@ write_(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(seq);
         return PyErr_NoMemory();
     }
+    job->views = views;
     Py_ssize_t sum = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &views[i], PyBUF_SIMPLE) < 0) {
-            for (Py_ssize_t j = 0; j < i; j++) {
-                PyBuffer_Release(&views[j]);
-            }
-            PyMem_Free(views);
-            PyMem_Free(job);
+            release(job, i);
             Py_DECREF(seq);
             return NULL;
         }
@@ -308,11 +313,7 @@ write_(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_DECREF(seq); /* each view holds its object */
     if (sum != total) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            PyBuffer_Release(&views[i]);
-        }
-        PyMem_Free(views);
-        PyMem_Free(job);
+        release(job, count);
         PyErr_Format(PyExc_ValueError, "write: the pieces hold %zd bytes, not %zd", sum, total);
         return NULL;
     }
@@ -322,14 +323,8 @@ write_(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     job->offset = (off_t)offset;
     job->total = total;
     job->count = count;
-    job->views = views;
     if (enqueue(job) < 0) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            PyBuffer_Release(&views[i]);
-        }
-        PyMem_Free(views);
-        PyMem_Free(job);
-        Py_DECREF(tracker);
+        release(job, count);
         return NULL;
     }
     Py_RETURN_NONE;
@@ -356,8 +351,7 @@ hint(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     job->fd = fd;
     job->hint = 1;
     if (enqueue(job) < 0) {
-        Py_DECREF(args[0]);
-        PyMem_Free(job);
+        release(job, 0);
         return NULL;
     }
     Py_RETURN_NONE;
@@ -405,34 +399,6 @@ set_limit(PyObject *module, PyObject *arg)
     return PyLong_FromLongLong(before);
 }
 
-static PyObject *
-tracker_failed(Tracker *self, void *unused)
-{
-    (void)unused;
-    int error;
-    pthread_mutex_lock(&lock);
-    error = self->error;
-    pthread_mutex_unlock(&lock);
-    return PyBool_FromLong(error != 0);
-}
-
-static PyObject *
-tracker_idle(Tracker *self, void *unused)
-{
-    (void)unused;
-    int idle;
-    pthread_mutex_lock(&lock);
-    idle = self->done == self->queued;
-    pthread_mutex_unlock(&lock);
-    return PyBool_FromLong(idle);
-}
-
-static PyGetSetDef tracker_getset[] = {
-    {"failed", (getter)tracker_failed, NULL, "Whether a job of this file failed.", NULL},
-    {"idle", (getter)tracker_idle, NULL, "Whether every job of this file is done.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
 static PyTypeObject TrackerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "formats._write_thread.Tracker",
@@ -440,7 +406,6 @@ static PyTypeObject TrackerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "One staging file's queued jobs and its first error.",
     .tp_new = PyType_GenericNew,
-    .tp_getset = tracker_getset,
 };
 
 static PyObject *
