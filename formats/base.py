@@ -99,11 +99,6 @@ class Batch(Protocol):
         """The Avro schema :meth:`avro_columns` would give and its Arrow schema, without decoding
         anything: whether the columns would fit is known before they are paid for."""
 
-    def avro_ahead(self) -> bool:
-        """Start decoding :meth:`avro_columns` on a helper thread, for a later call to take;
-        whether it was started (not when the batch has no helper thread, no Avro values, or was
-        decoded already)."""
-
     def avro_bodies(self) -> tuple[Sequence[bytes], Any] | None:
         """The values as consumed, each a 5-byte Confluent wire header (magic byte 0 and one
         schema id, the same for all) then its Avro binary body, and that id's writer schema, so

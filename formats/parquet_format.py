@@ -1,9 +1,8 @@
 """STOREAS PARQUET: pyarrow ParquetWriter, one row group per buffered batch.
 
 Once a file's schema is fixed, a batch goes in through its cheapest form: its joined JSON lines
-parsed by Arrow straight into the file's schema (:class:`LineParser`), or its decoded Avro
-columns when they have the file's schema; either possibly computed ahead on the batch's helper
-thread (:meth:`ParquetWriter.prefetch`). Otherwise,
+parsed by Arrow straight into the file's schema (:class:`LineParser`, possibly ahead on the
+batch's helper thread), or its decoded Avro columns when they have the file's schema. Otherwise,
 and for the rows that fix the schema, records are converted to Arrow per call in one
 ``RecordBatch.from_pylist`` (C++ does the per-field work). Rows are kept as Arrow batches and
 written as a row group once ``_ROW_GROUP_ROWS`` rows or ``_ROW_GROUP_BYTES`` bytes are buffered,
@@ -235,10 +234,7 @@ class ParquetWriter(RowFileWriter):
         if parser is None and not self._count and not self._own_schema_tried:
             parser = first_record_parser(self._settings, batch, "PARQUET")  # an empty first file
         if parser is None:
-            # Avro values: decoded on the helper thread when this file will take them as columns
-            if self._schema is not None:
-                return self._takes_avro(batch) and batch.avro_ahead()
-            return not self._count and _decode_ahead_first(self._settings, batch)
+            return False
         parser.prefetch(batch)
         return True
 
@@ -296,26 +292,21 @@ class ParquetWriter(RowFileWriter):
         parser = self._parser
         if parser is not None:
             return parser.rows(batch)
-        if not self._takes_avro(batch):
+        value = self._rows.value
+        if self._settings.envelope is not None or value.mode != "given" or self._wrap or self._uuids:
+            return None
+        described = batch.avro_schema()  # decide before anything is decoded
+        if (
+            described is None
+            or value.evolution.decide(described[0]) is not Decision.SAME
+            or not described[1].equals(self._schema)
+        ):
             return None
         columns = batch.avro_columns()
         if columns is None:
             return None
         rows = columns[0]
         return pa.Table.from_batches([rows])
-
-    def _takes_avro(self, batch: Batch) -> bool:
-        """Whether this file (its schema fixed) takes ``batch``'s decoded Avro columns as they are:
-        decided on the writer schema, before anything is decoded."""
-        value = self._rows.value
-        if self._settings.envelope is not None or value.mode != "given" or self._wrap or self._uuids:
-            return False
-        described = batch.avro_schema()
-        return (
-            described is not None
-            and value.evolution.decide(described[0]) is Decision.SAME
-            and described[1].equals(self._schema)
-        )
 
     def _first_bad(self, rows: list[Any]) -> int:
         for index, row in enumerate(rows):
@@ -410,18 +401,6 @@ class ParquetWriter(RowFileWriter):
             self._close_native()
 
 
-def _decode_ahead_first(settings: FormatSettings, batch: Batch) -> bool:
-    """Start decoding ``batch``'s Avro columns for a file not open yet (or still empty): its first
-    record fixes its schema as the batch's writer schema (the values' schema is given), and the
-    rest of the batch is then taken as columns (``_cheap_rows``); whether it was started."""
-    if settings.envelope is not None or len(batch) <= 1:
-        return False
-    described = batch.avro_schema()
-    if described is None or '"uuid"' in json.dumps(described[0]):  # such files take rows (see _fix)
-        return False
-    return batch.avro_ahead()
-
-
 class _Hint(NamedTuple):
     """A Parquet file's frozen inferred value schema and its JSON-lines parser, for the next file."""
 
@@ -513,10 +492,9 @@ class ParquetFormat(FileFormat):
     def prefetch_first(self, batch: Batch) -> bool:
         """Parse schemaless JSON lines ahead into the schema the first record infers (see
         :func:`~formats._rows.first_record_parser`): a partition's first file has no predecessor
-        whose parser could, so its first batch was parsed on the consuming thread. Avro values
-        of a given schema are decoded ahead instead (:func:`_decode_ahead_first`)."""
+        whose parser could, so its first batch was parsed on the consuming thread."""
         parser = first_record_parser(self.settings, batch, "PARQUET")
         if parser is None:
-            return _decode_ahead_first(self.settings, batch)
+            return False
         parser.prefetch(batch)
         return True

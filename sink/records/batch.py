@@ -56,7 +56,7 @@ class Source:
     the cheap forms. Built by :mod:`sink.records.intake` (or :func:`batches_of`); not used directly."""
 
     __slots__ = (
-        "_ahead", "_avro", "_bodies", "_decoded", "_joined", "_json_ends", "_json_valid", "_offsets",
+        "_avro", "_bodies", "_decoded", "_joined", "_json_ends", "_json_valid", "_offsets",
         "avro", "check_json", "convert", "executor", "json", "messages", "records",
         "transformed", "values",
     )
@@ -94,8 +94,6 @@ class Source:
         self._json_valid: bool | None = None
         self._avro: tuple[pa.RecordBatch, Any] | None = None
         self._decoded = False
-        self._ahead: tuple[Future[pa.RecordBatch | None], Any] | None = None
-        """The decode :meth:`avro_ahead` started on the helper thread, and the writer schema."""
         self._bodies: tuple[Any] | None = None
         self._joined = joined
         """The values joined (Avro runs; given by the builder, which joined them to find the run)."""
@@ -162,26 +160,6 @@ class Source:
             return None
         return None if columns is None else (columns[0], columns[2])
 
-    def avro_ahead(self) -> bool:
-        """Start :meth:`avro_columns`' decoding on the helper thread; whether it was started.
-
-        The decoder walks the bodies without the GIL (``formats/_avro_flat.c``), so on the helper
-        thread it runs while the consuming thread's next consume() builds messages; on the
-        consuming thread it was the largest cost of AVRO -> PARQUET (~0.1 s per 300k records).
-        The registry lookup and the join stay here: the helper thread only decodes."""
-        if self.avro is None or self._decoded or self._ahead is not None or self.executor is None:
-            return False
-        try:
-            columns = self.avro()
-        except Exception:  # noqa: BLE001 - the per-record path reports registry problems per record
-            return False
-        if columns is None:
-            return False
-        writer, fields, arrow_schema = columns
-        future = self.executor.submit(avro_values.decode_values, self._joined_values(), fields, arrow_schema)
-        self._ahead = (future, writer)
-        return True
-
     def avro_columns(self, start: int, stop: int) -> tuple[pa.RecordBatch, Any] | None:
         if self.avro is None:
             return None
@@ -189,19 +167,14 @@ class Source:
             from sink.records.avro_values import decode_values
 
             self._decoded = True
-            ahead, self._ahead = self._ahead, None
-            if ahead is not None:
-                batch = ahead[0].result()
-                self._avro = None if batch is None else (batch, ahead[1])
-            else:
-                try:
-                    columns = self.avro()
-                except Exception:  # noqa: BLE001 - the per-record path reports registry problems per record
-                    columns = None
-                if columns is not None:
-                    writer, fields, arrow_schema = columns
-                    batch = decode_values(self._joined_values(), fields, arrow_schema)
-                    self._avro = None if batch is None else (batch, writer)
+            try:
+                columns = self.avro()
+            except Exception:  # noqa: BLE001 - the per-record path reports registry problems per record
+                columns = None
+            if columns is not None:
+                writer, fields, arrow_schema = columns
+                batch = decode_values(self._joined_values(), fields, arrow_schema)
+                self._avro = None if batch is None else (batch, writer)
         if self._avro is None:
             return None
         batch, writer = self._avro
@@ -482,10 +455,6 @@ class RecordBatch:
     def avro_schema(self) -> tuple[Any, pa.Schema] | None:
         """See ``formats.base.Batch.avro_schema``."""
         return self._src.avro_schema()
-
-    def avro_ahead(self) -> bool:
-        """See ``formats.base.Batch.avro_ahead``."""
-        return self._src.avro_ahead()
 
     def avro_bodies(self) -> tuple[Sequence[bytes], Any] | None:
         """See ``formats.base.Batch.avro_bodies``."""

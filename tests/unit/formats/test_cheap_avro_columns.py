@@ -15,9 +15,7 @@ from __future__ import annotations
 import io
 import json
 import math
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +38,6 @@ from tests.unit.formats.sinking import (
     builders,
     forms_seen,
     messages,
-    read_back,
     sink,
     wire,
 )
@@ -224,98 +221,6 @@ def test_decoded_columns_across_row_groups(tmp_path: Path, monkeypatch: pytest.M
     assert_same(per_record, cheap)
     assert seen.avro_served == 332
     assert pq.read_metadata(tmp_path / "cheap/000.parquet").num_row_groups > 1
-
-
-# ------------------------------------------------------------------------- decoding ahead
-
-
-def _avro_builder(executor: ThreadPoolExecutor | None = None, *, cheap_forms: bool = True) -> BatchBuilder:
-    converter = RecordConverter(ByteArrayConverter(), avro_converter(REGISTRY))
-    return BatchBuilder(converter, executor=executor, cheap_forms=cheap_forms)
-
-
-@pytest.fixture
-def decodes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
-    """Column decodes: (values, thread name)."""
-    import sink.records.avro_values as avro_values
-
-    calls: list[tuple[int, str]] = []
-    decode_values = avro_values.decode_values
-
-    def spy(values: Sequence[bytes], *args: Any) -> Any:
-        calls.append((len(values), threading.current_thread().name))
-        return decode_values(values, *args)
-
-    monkeypatch.setattr(avro_values, "decode_values", spy)
-    return calls
-
-
-def test_parquet_decodes_ahead_on_the_helper_thread_and_takes_that_decode(
-    tmp_path: Path, decodes: list[tuple[int, str]]
-) -> None:
-    """``prefetch`` of a batch the open file takes as columns decodes it on the batch's helper
-    thread; the append takes that decode (each value decoded once) and the files are the
-    per-record path's. A batch of another schema is not decoded ahead for the open file: it
-    starts a new file, and is decoded here."""
-    values = readings(range(1000)) + readings(range(1000, 2000), 9)
-    polls, rooms = [1, 199, 300, 500, 500, 500], [150, 5000]
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead") as executor:
-        per_record, cheap = builders(lambda: avro_converter(REGISTRY), executor=executor)
-        reference = sink(tmp_path / "per-record", PARQUET, per_record, messages(values), polls, rooms)
-        decodes.clear()
-        ahead = sink(tmp_path / "cheap", PARQUET, cheap, messages(values), polls, rooms, prefetch=True)
-    assert_same(reference, ahead)
-    assert len(ahead.files) == 2
-    helper = sum(n for n, name in decodes if name.startswith("ahead"))
-    here = sum(n for n, name in decodes if not name.startswith("ahead"))
-    # the first record is converted; the next 999 and the new file's second poll come ahead
-    assert (helper, here) == (1499, 500)
-
-
-def test_a_new_file_of_given_avro_values_is_decoded_ahead_before_it_opens(
-    tmp_path: Path, decodes: list[tuple[int, str]]
-) -> None:
-    """``prefetch_first``: the file the batch will open takes its first record one by one (its
-    schema is the batch's writer schema) and the rest as the columns decoded ahead."""
-    values = readings(range(300))
-    fmt = get_format(PARQUET)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead") as executor:
-        cheap = _avro_builder(executor)
-        (batch,) = cheap.build("t", 0, messages(values))
-        assert fmt.prefetch_first(batch)
-        assert not fmt.prefetch_first(batch), "started twice"
-        writer = fmt.open(tmp_path / "ahead.parquet")
-        assert writer.append(batch) == len(batch)
-        writer.close()
-    assert decodes and all(name.startswith("ahead") for _, name in decodes)
-    reference = _avro_builder(cheap_forms=False)
-    expected = fmt.open(tmp_path / "expected.parquet")
-    (slow,) = reference.build("t", 0, messages(values))
-    assert expected.append(slow) == len(slow)
-    expected.close()
-    assert read_back(tmp_path / "ahead.parquet", PARQUET) == read_back(tmp_path / "expected.parquet", PARQUET)
-
-
-def test_nothing_is_decoded_ahead_for_a_file_that_would_not_take_the_columns(
-    tmp_path: Path, decodes: list[tuple[int, str]]
-) -> None:
-    """An envelope file, a file of another schema, and a batch without a helper thread."""
-    values = readings(range(100))
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead") as executor:
-        cheap = _avro_builder(executor)
-        enveloped = get_format(FormatSettings(format=StoreFormat.PARQUET, envelope=ENVELOPE))
-        (batch,) = cheap.build("t", 0, messages(values))
-        assert not enveloped.prefetch_first(batch)
-        other = get_format(PARQUET).open(tmp_path / "other.parquet")
-        (head,) = cheap.build("t", 0, messages(readings(range(3), 9)))
-        assert other.append(head) == 3  # its schema is id 9's
-        (batch,) = cheap.build("t", 0, messages(values, first_offset=3))
-        assert not other.prefetch(batch)
-        other.abort()
-    alone = _avro_builder()
-    (batch,) = alone.build("t", 0, messages(values))
-    assert not get_format(PARQUET).prefetch_first(batch)
-    assert not [name for _, name in decodes if name.startswith("ahead")]
 
 
 def test_an_equal_schema_under_another_id_is_the_same_schema(
