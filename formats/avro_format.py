@@ -110,10 +110,11 @@ class AvroWriter(RowFileWriter):
         """On the helper thread, while the consumer fetches the next messages: parse a schemaless
         batch's JSON lines (column-wise path; Arrow parses without the GIL).
 
-        A Confluent Avro batch's bodies are not checked ahead: the check is a few dozen array
-        operations on a couple of thousand positions each, which hold the GIL for most of their
-        time, so on the helper thread it ran no faster and the hand-off (the future, the held
-        batch, the consumer waiting for the GIL) cost more than the check itself."""
+        A Confluent Avro batch's bodies are not checked ahead. With numpy, the check held the GIL
+        for most of its time, so on the helper thread it ran no faster, and the hand-off cost more
+        than the check. The C walk needs no GIL, but checking ahead with it made no measurable
+        difference either (docs/benchmarks.md, "Where AVRO→PARQUET's time goes"): the helper
+        thread has no idle core to use."""
         lines = self._lines
         if lines is None and not self._count and not self._own_schema_tried:
             lines = first_record_parser(self._settings, batch, "AVRO")  # an empty file
