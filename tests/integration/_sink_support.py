@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,8 +124,12 @@ def make_record(offset: int, partition: int = 0) -> Any:
     )
 
 
-def drive(task: Any, spec: dict[str, Any]) -> int:
-    """Open partition 0, put records from the resume offset to ``spec['n']``; returns the resume offset."""
+def drive(task: Any, spec: dict[str, Any], dead: threading.Event | None = None) -> int:
+    """Open partition 0, put records from the resume offset to ``spec['n']``; returns the resume offset.
+
+    ``dead``: set once the task has crashed (an injected fault on the timer thread); the driver
+    stops feeding it then, as a dead task takes no more records, instead of sleeping out the
+    pauses of the batches left."""
     import time
 
     from sink.records.record import TopicPartition
@@ -137,7 +142,10 @@ def drive(task: Any, spec: dict[str, Any]) -> int:
         put_records(task, batch)
         offset += len(batch)
         if spec.get("pause"):
-            time.sleep(spec["pause"])
+            if dead is None:
+                time.sleep(spec["pause"])
+            elif dead.wait(spec["pause"]):
+                break
     return resume
 
 

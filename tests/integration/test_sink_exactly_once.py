@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -24,10 +22,12 @@ import pytest
 from sink.commit.committer import COMMIT_STEPS
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
+from tests.integration._forked_child import run_child
 from tests.integration._sink_support import (
     TOPIC,
     Backend,
     InjectedCrash,
+    _child_main,
     data_keys,
     drive,
     make_backend,
@@ -36,7 +36,6 @@ from tests.integration._sink_support import (
     read_json_records,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 N = 14
 
 FLUSHES: dict[str, dict[str, Any]] = {
@@ -132,7 +131,7 @@ def test_exception_at_every_step(
     task.fault_hook = hook
     try:
         with contextlib.suppress(InjectedCrash):
-            drive(task, spec)
+            drive(task, spec, dead=crashed)
         deadline = time.monotonic() + 10
         while not crashed.is_set() and time.monotonic() < deadline:
             time.sleep(0.05)  # interval flushes crash on the timer thread
@@ -148,10 +147,9 @@ def test_sigkill_at_every_step(
     backend: Backend, flush: str, protocol: str, step: str, tmp_path: Path
 ) -> None:
     spec = _spec(backend, flush, protocol, step, tmp_path)
-    child = subprocess.run(
-        [sys.executable, "-m", "tests.integration._sink_support", json.dumps(spec)],
-        cwd=REPO, capture_output=True, timeout=120, check=False,
-    )
-    stderr = child.stderr.decode()
+    # forked from a server that imported the sink once (see _forked_child.py): still its own
+    # process, SIGKILLed at the step, without a fresh interpreter's ~1 s of imports per case
+    child = run_child(_child_main, [[json.dumps(spec)]], tmp_path / "child", timeout=120)
+    stderr = child.stderr
     assert child.returncode == -9, f"child was not killed at {step}: rc={child.returncode}\n{stderr}"
     _recover_and_check(backend, spec)

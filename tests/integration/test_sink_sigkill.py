@@ -15,10 +15,7 @@ the index may be in the bucket.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -28,10 +25,10 @@ from sink.commit.committer import COMMIT_STEPS
 from sink.records.record import TopicPartition
 from sink.task.task import SinkTask
 from tests.batches import put_records
-from tests.integration._sink_crash_driver import PARTITION, TOPIC, make_records
+from tests.integration._forked_child import run_child
+from tests.integration._sink_crash_driver import PARTITION, TOPIC, main, make_records
 from tests.integration._sink_support import Backend, make_backend, raw_keys, read_json_records
 
-REPO = Path(__file__).resolve().parents[2]
 RECORDS = 20
 PREFIX = "out"
 
@@ -89,18 +86,9 @@ def _run_child(
     }
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.integration._sink_crash_driver", str(spec_path)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    # forked from a server that imported the sink once: a fresh interpreter per child spent ~1 s
+    # importing it (see _forked_child.py); the child is still its own process, SIGKILLed
+    proc = run_child(main, [str(spec_path)], tmp_path / "child", timeout=120)
     assert proc.returncode == -signal.SIGKILL, (
         f"the driver was meant to die by SIGKILL at {step!r} but exited {proc.returncode}\n"
         f"stdout: {proc.stdout}\nstderr: {proc.stderr[-3000:]}"
