@@ -25,7 +25,9 @@ def test_the_join_is_the_python_join(values: list[bytes | None]) -> None:
     assert json_text._joined(values) == json_text._joined_py(values)
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 300 runs (up to 1,800 values, mostly damaged): the C and Python checks share the edge cases
+# pinned below; 800 runs took 17 s of the suite and proved nothing more
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_objects, _mutated()), min_size=1, max_size=6))
 def test_the_check_is_the_python_check(values: list[bytes]) -> None:
     values = [v for v in values if framed(v)]
