@@ -9,6 +9,10 @@ healthy again still writes every offset exactly once.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,15 +23,30 @@ UPLOADS = r"/(\.temp-upload|data)/"
 """A file's upload: to a temporary key (copy protocol) or straight to its final key (conditional)."""
 
 
-@pytest.mark.parametrize("protocol", ["conditional", "copy"])
-def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
-    kafka_bootstrap, s3_endpoint, s3_client, tmp_path, protocol
-):
+PROTOCOLS = ("conditional", "copy")
+
+
+@dataclass
+class _FaultRun:
+    """What one protocol's run left behind, checked once both runs are over."""
+
+    drained: bool
+    rc: int
+    rules: list[Rule]
+    injected: dict[str, int]
+    log: str
+    verdict: dict[str, int]
+
+
+def _faulty_run(
+    protocol: str, kafka_bootstrap: str, s3_endpoint: Any, s3_client: Any, work: Path
+) -> _FaultRun:
+    """One commit protocol through its own proxy, topic, bucket, work directory and sink process."""
     with FaultProxy(s3_endpoint.url) as proxy:
         cell = prepare(
             Scenario(flush="count", storage="s3", records=2_000, partitions=2, name="s3-faults"),
             kafka_bootstrap,
-            tmp_path,
+            work,
             S3Target(s3_endpoint.connect_config(), s3_client, proxy),
             **{"connect.s3.commit.protocol": protocol},
         )
@@ -40,17 +59,35 @@ def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
         ]
         if protocol == "copy":  # the conditional protocol deletes nothing
             rules.append(proxy.add(Rule("reset", method="DELETE", times=1)))
-        drained, rc = drain(cell, kafka_bootstrap, tmp_path / "faults.log", timeout=180)
+        drained, rc = drain(cell, kafka_bootstrap, work / "faults.log", timeout=180)
         injected = dict(proxy.injected)
-    log = (tmp_path / "faults.log").read_text()
-    verdict = cell.verdict()
-    assert drained and rc == 0, log[-3000:]
-    assert verdict["lost"] == 0 and verdict["duplicated"] == 0 and verdict["unexpected"] == 0, verdict
-    assert "Traceback" not in log
-    for rule in rules:
-        assert rule.fired == rule.times, (rule.action, rule.path, injected)  # every fault really hit
-    resets = 3 if protocol == "copy" else 2
-    assert injected == {"slowdown": 3, "error500": 2, "reset": resets, "latency": 1, "partial": 1}
+    return _FaultRun(drained, rc, rules, injected, (work / "faults.log").read_text(), cell.verdict())
+
+
+def test_transient_s3_faults_are_retried_without_loss_or_duplicates(
+    kafka_bootstrap, s3_endpoint, s3_client, tmp_path
+):
+    """Both commit protocols, side by side: the two runs share only the broker and SeaweedFS (each
+    has its own proxy, rules, topic, bucket and process), and each spends most of its time waiting
+    (the 5 s stall, retry backoff, the drain's polling), so running them one after the other
+    bought nothing but wall time."""
+    with ThreadPoolExecutor(len(PROTOCOLS)) as pool:
+        futures = {
+            p: pool.submit(_faulty_run, p, kafka_bootstrap, s3_endpoint, s3_client, tmp_path / p)
+            for p in PROTOCOLS
+        }
+        runs = {p: f.result() for p, f in futures.items()}
+    for protocol, run in runs.items():
+        assert run.drained and run.rc == 0, (protocol, run.log[-3000:])
+        verdict = run.verdict
+        lost, duplicated, unexpected = verdict["lost"], verdict["duplicated"], verdict["unexpected"]
+        assert lost == 0 and duplicated == 0 and unexpected == 0, (protocol, verdict)
+        assert "Traceback" not in run.log, protocol
+        for rule in run.rules:  # every fault really hit
+            assert rule.fired == rule.times, (protocol, rule.action, rule.path, run.injected)
+        resets = 3 if protocol == "copy" else 2
+        expected = {"slowdown": 3, "error500": 2, "reset": resets, "latency": 1, "partial": 1}
+        assert run.injected == expected, (protocol, run.injected)
 
 
 @pytest.mark.chaos
