@@ -8,7 +8,8 @@ The layers are README's architecture picture:
     kcql                                    the language: grammar, plan, what it validates
     formats, partitioners                   one writer per STOREAS; record -> path, the layout
     spark_reader                            reads the committed layout (plan + layout contract)
-    sink.records, sink._logging             records and batches, converters; logging set-up
+    sink.records, sink._logging,            records and batches, converters; logging set-up;
+      sink.arrow_allocator                  Arrow's allocator (chosen when ``sink`` is imported)
     sink.transforms                         Connect SMTs and predicates, Python mappers
     sink.events, sink.config                the observer; settings, secrets, validate()
     sink.storage                            the storage backends (local directory, S3)
@@ -34,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kcql",),
     ("formats", "partitioners"),
     ("spark_reader",),
-    ("sink.records", "sink._logging"),
+    ("sink.records", "sink._logging", "sink.arrow_allocator"),
     ("sink.transforms",),
     ("sink.events", "sink.config"),
     ("sink.storage",),
