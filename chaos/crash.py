@@ -328,11 +328,14 @@ def drain(cell: Cell, bootstrap: str, log_path: Path, timeout: float) -> tuple[b
         while time.monotonic() < deadline and proc.poll() is None and "assigned" not in _text(log_path):
             time.sleep(0.2)
         while time.monotonic() < deadline and proc.poll() is None:
+            began = time.monotonic()
             seen, _files = cell.read()
             if all(seen[t] for t in cell.expected):
                 drained = True
                 break
-            time.sleep(2)
+            # reading storage back costs in proportion to what it holds: look again soon while a
+            # read is cheap, and keep the reader to a quarter of the time the sink has
+            time.sleep(min(2.0, max(0.2, 3 * (time.monotonic() - began))))
     finally:
         rc = _stop(proc)
     return drained, rc
