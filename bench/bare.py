@@ -19,7 +19,7 @@ import uuid
 __all__ = ["consume", "main"]
 
 
-def consume(bootstrap: str, topic: str, records: int, batch_size: int = 5000) -> dict[str, float]:
+def consume(bootstrap: str, topic: str, records: int, batch_size: int = 2000) -> dict[str, float]:
     """Consume ``records`` messages of ``topic`` the way the sink's consumer does, touching nothing.
 
     Messages are counted with ``len()`` and checked for errors with one C-level ``map`` per
@@ -27,7 +27,7 @@ def consume(bootstrap: str, topic: str, records: int, batch_size: int = 5000) ->
     alone can do.
 
     The librdkafka settings are :func:`sink.runtime.consumer.consumer_config`'s (with the session
-    timeout the bench gives the sink), the loop the sink's ``consume(num_messages=5000,
+    timeout the bench gives the sink), the loop the sink's ``consume(num_messages=2000,
     timeout=0.2)``, the group a fresh one, and the garbage-collector set-up ``kcql-sink run``'s
     (:func:`sink.runtime.collector.settle_heap`). Timed from the assignment, as the sink is.
     """
