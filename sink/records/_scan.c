@@ -9,14 +9,16 @@
  * Python version of each, used when this module was not built, and the tests hold both to the
  * same answers.
  *
- * Messages are read through confluent_kafka.Message's own methods: bind(Message, probes) takes
- * the C functions behind Message.error/partition/timestamp/value (METH_NOARGS methods of a C type) and
- * calls them directly, which skips the method-call machinery but not the methods. The one
- * exception is the timestamp, whose method builds a tuple and an int per call (most of the cost):
- * bind() looks for the one place in the object where each probe message (built by the caller
- * with known, distinct timestamps) holds its timestamp and its type, and reads them from there.
- * Nothing about the struct's layout is assumed: when no single place holds every probe's values,
- * timestamp() is called as before. An object of another type is asked through Python.
+ * Messages are read where a confluent_kafka.Message keeps each field: bind(Message, probes)
+ * looks for the one place in the object where every probe message (built by the caller with
+ * known, distinct timestamps, partitions, values and errors) holds its own timestamp and its
+ * type, its partition, its value and its error, and the loops read them from there. A method
+ * call per message per field (with a reference taken and dropped on the message and on what the
+ * method returns) cost more than the field itself, on ~2,000 messages per consume() call.
+ * Nothing about the struct's layout is assumed: a field no single place holds for every probe is
+ * read through the C function behind its method (bind() takes those of Message.error/partition/
+ * timestamp/value, METH_NOARGS methods of a C type, and calls them directly), as is every field
+ * of an object of another type (asked through Python).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,6 +31,24 @@ static PyCFunction method_funcs[M_COUNT];
 /* Where a Message keeps its timestamp (int64) and its type (int): found by bind() in probe
  * messages it was given, or -1 (timestamp() is called instead). */
 static Py_ssize_t timestamp_at = -1, kind_at = -1;
+/* Where a Message keeps its value (a bytes object, NULL for none), its error (a KafkaError, None
+ * or NULL for none) and its partition (int32): found by bind() in the probes, or -1. */
+static Py_ssize_t value_at = -1, error_at = -1, partition_at = -1;
+
+/* Whether msg is a Message whose fields the loops may read where it keeps them. */
+static inline int
+exact(PyObject *msg)
+{
+    return message_type != NULL && Py_TYPE(msg) == message_type;
+}
+
+static inline PyObject *
+field_at(PyObject *msg, Py_ssize_t at)
+{
+    PyObject *obj;
+    memcpy(&obj, (const char *)msg + at, sizeof obj);
+    return obj;
+}
 
 /* msg.<method>(): a new reference, or NULL with an exception set. */
 static PyObject *
@@ -123,6 +143,88 @@ probe_timestamps(PyTypeObject *type, PyObject *probes)
     }
 }
 
+/*
+ * The one pointer-aligned offset in every probe where each holds the object its method returned
+ * (want[p]), or -1 when none or several do.
+ */
+static Py_ssize_t
+find_pointer(PyObject *probes, PyObject *const *want, Py_ssize_t size)
+{
+    Py_ssize_t found = -1;
+    Py_ssize_t n = PyList_GET_SIZE(probes);
+    for (Py_ssize_t off = sizeof(PyObject); off + (Py_ssize_t)sizeof(PyObject *) <= size;
+         off += sizeof(PyObject *)) {
+        int all = 1;
+        for (Py_ssize_t p = 0; p < n && all; p++) {
+            all = field_at(PyList_GET_ITEM(probes, p), off) == want[p];
+        }
+        if (all) {
+            if (found != -1) {
+                return -1; /* ambiguous */
+            }
+            found = off;
+        }
+    }
+    return found;
+}
+
+/*
+ * Find where Message objects keep their value, error and partition, from probe messages built
+ * with distinct ones (each value a bytes object, each error a KafkaError: both told apart by
+ * identity, so no other field can hold them by chance).
+ */
+static void
+probe_fields(PyTypeObject *type, PyObject *probes)
+{
+    value_at = error_at = partition_at = -1;
+    Py_ssize_t n = PyList_GET_SIZE(probes);
+    if (n < 3 || n > 16) {
+        return;
+    }
+    PyObject *values[16], *errors[16];
+    long long partitions[16];
+    int ok = 1;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        PyObject *msg = PyList_GET_ITEM(probes, p);
+        values[p] = errors[p] = NULL;
+        if (Py_TYPE(msg) != type) {
+            return;
+        }
+        PyObject *value = method_funcs[M_VALUE](msg, NULL);
+        PyObject *error = method_funcs[M_ERROR](msg, NULL);
+        PyObject *partition = method_funcs[M_PARTITION](msg, NULL);
+        if (value == NULL || error == NULL || partition == NULL) {
+            PyErr_Clear();
+            ok = 0;
+        }
+        else {
+            /* borrowed: the probe holds them (each is its own field's object, as checked below) */
+            ok = PyBytes_CheckExact(value) && error != Py_None && PyLong_Check(partition);
+            values[p] = value;
+            errors[p] = error;
+            partitions[p] = ok ? PyLong_AsLongLong(partition) : 0;
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                ok = 0;
+            }
+        }
+        Py_XDECREF(value);
+        Py_XDECREF(error);
+        Py_XDECREF(partition);
+        if (!ok) {
+            return;
+        }
+    }
+    Py_ssize_t value = find_pointer(probes, values, type->tp_basicsize);
+    Py_ssize_t error = find_pointer(probes, errors, type->tp_basicsize);
+    Py_ssize_t partition = find_field(probes, partitions, type->tp_basicsize, 4);
+    if (value != -1 && error != -1 && partition != -1 && value != error) {
+        value_at = value;
+        error_at = error;
+        partition_at = partition;
+    }
+}
+
 static PyObject *
 bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -156,7 +258,34 @@ bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     memcpy(method_funcs, found, sizeof found);
     Py_XSETREF(message_type, (PyTypeObject *)Py_NewRef(type));
     probe_timestamps(message_type, args[1]);
+    probe_fields(message_type, args[1]);
     return PyBool_FromLong(timestamp_at != -1);
+}
+
+/* in_place() -> the fields the loops read where a Message keeps them (as bind() found) */
+static PyObject *
+in_place(PyObject *module, PyObject *unused)
+{
+    PyObject *out = PyList_New(0);
+    const char *names[] = {"error", "partition", "timestamp", "value"};
+    int found[] = {error_at != -1, partition_at != -1, timestamp_at != -1, value_at != -1};
+    for (int i = 0; out != NULL && i < 4; i++) {
+        if (found[i]) {
+            PyObject *name = PyUnicode_FromString(names[i]);
+            if (name == NULL || PyList_Append(out, name) < 0) {
+                Py_XDECREF(name);
+                Py_CLEAR(out);
+                break;
+            }
+            Py_DECREF(name);
+        }
+    }
+    if (out == NULL) {
+        return NULL;
+    }
+    PyObject *set = PyFrozenSet_New(out);
+    Py_DECREF(out);
+    return set;
 }
 
 static int
@@ -192,7 +321,15 @@ first_error(PyObject *module, PyObject *messages)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
-        PyObject *msg = item_at(messages, i, "first_error");
+        PyObject *msg = PyList_GET_ITEM(messages, i);
+        if (error_at != -1 && exact(msg)) { /* read in place: no Python runs, the list stays */
+            PyObject *err = field_at(msg, error_at);
+            if (err != NULL && err != Py_None) {
+                return PyLong_FromSsize_t(i);
+            }
+            continue;
+        }
+        msg = item_at(messages, i, "first_error");
         if (msg == NULL) {
             return NULL;
         }
@@ -210,12 +347,65 @@ first_error(PyObject *module, PyObject *messages)
     return PyLong_FromLong(-1);
 }
 
+/* Append stop to cuts; -1 on failure. */
+static int
+append_cut(PyObject *cuts, Py_ssize_t stop)
+{
+    PyObject *at = PyLong_FromSsize_t(stop);
+    if (at == NULL || PyList_Append(cuts, at) < 0) {
+        Py_XDECREF(at);
+        return -1;
+    }
+    Py_DECREF(at);
+    return 0;
+}
+
+/*
+ * partition_cuts() of a list of Messages only, each partition read where the message keeps it;
+ * NULL without an exception when one is not a Message (the caller asks them all through calls).
+ */
+static PyObject *
+partition_cuts_in_place(PyObject *messages)
+{
+    Py_ssize_t n = PyList_GET_SIZE(messages);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!exact(PyList_GET_ITEM(messages, i))) {
+            return NULL;
+        }
+    }
+    PyObject *cuts = PyList_New(0);
+    if (cuts == NULL) {
+        return NULL;
+    }
+    int32_t previous = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t partition;
+        memcpy(&partition, (const char *)PyList_GET_ITEM(messages, i) + partition_at, 4);
+        if (i && partition != previous && append_cut(cuts, i) < 0) {
+            Py_DECREF(cuts);
+            return NULL;
+        }
+        previous = partition;
+    }
+    if (n && append_cut(cuts, n) < 0) {
+        Py_DECREF(cuts);
+        return NULL;
+    }
+    return cuts;
+}
+
 /* partition_cuts(messages) -> [stop, ...]: where each run of one partition ends */
 static PyObject *
 partition_cuts(PyObject *module, PyObject *messages)
 {
     if (check_list(messages, "partition_cuts") < 0) {
         return NULL;
+    }
+    if (partition_at != -1) {
+        PyObject *cuts = partition_cuts_in_place(messages);
+        if (cuts != NULL || PyErr_Occurred()) {
+            return cuts;
+        }
     }
     PyObject *cuts = PyList_New(0);
     if (cuts == NULL) {
@@ -294,20 +484,21 @@ timestamp_range(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     long long low = 0, high = 0;
     int any = 0;
     for (Py_ssize_t i = start; i < stop; i++) {
-        PyObject *msg = item_at(messages, i, "timestamp_range");
-        if (msg == NULL) {
+        if (i >= PyList_GET_SIZE(messages)) {
+            PyErr_SetString(PyExc_RuntimeError, "timestamp_range: the list changed while it was read");
             return NULL;
         }
+        PyObject *msg = PyList_GET_ITEM(messages, i);
         long long kind, ms;
-        if (timestamp_at != -1 && Py_TYPE(msg) == message_type) { /* read in place */
+        if (timestamp_at != -1 && exact(msg)) { /* read in place: no Python runs, the list stays */
             int32_t at_kind;
             int64_t at_ms;
             memcpy(&at_kind, (const char *)msg + kind_at, 4);
             memcpy(&at_ms, (const char *)msg + timestamp_at, 8);
             kind = at_kind;
             ms = at_ms;
-            Py_DECREF(msg);
         } else {
+            Py_INCREF(msg);
             PyObject *pair = call(msg, M_TIMESTAMP);
             Py_DECREF(msg);
             if (pair == NULL) {
@@ -432,16 +623,24 @@ values(PyObject *module, PyObject *messages)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *msg = item_at(messages, i, "values");
-        if (msg == NULL) {
-            Py_DECREF(out);
-            return NULL;
+        PyObject *msg = i < PyList_GET_SIZE(messages) ? PyList_GET_ITEM(messages, i) : NULL;
+        PyObject *value;
+        if (msg != NULL && value_at != -1 && exact(msg)) { /* read in place */
+            value = field_at(msg, value_at);
+            value = Py_NewRef(value != NULL ? value : Py_None);
         }
-        PyObject *value = call(msg, M_VALUE);
-        Py_DECREF(msg);
-        if (value == NULL) {
-            Py_DECREF(out);
-            return NULL;
+        else {
+            msg = item_at(messages, i, "values");
+            if (msg == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            value = call(msg, M_VALUE);
+            Py_DECREF(msg);
+            if (value == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
         }
         PyList_SET_ITEM(out, i, value);
     }
@@ -491,8 +690,10 @@ static PyMethodDef methods[] = {
     {"same_header", (PyCFunction)(void (*)(void))same_header, METH_FASTCALL,
      "same_header(values, header) -> bool: all bytes, each at least header long, all with one header"},
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
-     "bind(Message, probes) -> bool: call the C functions behind Message's methods directly; "
-     "True when the probes also showed where a Message keeps its timestamp"},
+     "bind(Message, probes) -> bool: read Message fields where the probes show they are kept (else "
+     "through the C functions behind its methods); True when the timestamp is among them"},
+    {"in_place", (PyCFunction)in_place, METH_NOARGS,
+     "in_place() -> frozenset of the Message fields read where a Message keeps them"},
     {"first_error", (PyCFunction)first_error, METH_O,
      "first_error(messages) -> index of the first message with an error, or -1"},
     {"partition_cuts", (PyCFunction)partition_cuts, METH_O,

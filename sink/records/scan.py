@@ -24,10 +24,10 @@ from itertools import groupby
 from types import ModuleType
 
 import numpy as np
-from confluent_kafka import Message
+from confluent_kafka import KafkaError, Message
 
-__all__ = ["NATIVE", "TIMESTAMPS_IN_PLACE", "first_error", "join", "partition_cuts", "same_header",
-           "timestamp_range", "values"]
+__all__ = ["IN_PLACE", "NATIVE", "TIMESTAMPS_IN_PLACE", "first_error", "join", "partition_cuts",
+           "same_header", "timestamp_range", "values"]
 
 Joined = tuple[bytes, np.ndarray, np.ndarray]
 """``(data, starts, ends)``: the values joined (then the padding), and where value ``i`` lies
@@ -44,15 +44,19 @@ def _load() -> tuple[ModuleType | None, bool]:
         from sink.records import _scan
     except ImportError:
         return None, False
-    # probe messages with distinct timestamps of each type: where all of them keep theirs is
-    # where the C loop reads a message's timestamp (bind() checks the place is unique)
+    # probe messages with distinct timestamps of each type, partitions, values and errors: where
+    # all of them keep theirs is where the C loops read a message's (bind() checks each place is
+    # unique; the values and errors are told apart by identity)
     try:
         probes = [
-            Message(timestamp=(1, 0x0123_4567_89AB)),
-            Message(timestamp=(2, 0x07ED_CBA9_8765)),
-            Message(timestamp=(0, -0x0BAD_5EED_F00D)),
+            Message(timestamp=(kind, ms), partition=partition, value=value, error=KafkaError(code))
+            for kind, ms, partition, value, code in (
+                (1, 0x0123_4567_89AB, 0x0135_7531, b"probe value one", KafkaError._PARTITION_EOF),
+                (2, 0x07ED_CBA9_8765, 0x0246_8642, b"probe value two", KafkaError._TRANSPORT),
+                (0, -0x0BAD_5EED_F00D, 0x0369_9630, b"probe value three", KafkaError._ALL_BROKERS_DOWN),
+            )
         ]
-    except (TypeError, ValueError):  # a client whose Message cannot be built: timestamp() is called
+    except (TypeError, ValueError):  # a client whose Message cannot be built: its methods are called
         probes = []
     return _scan, _scan.bind(Message, probes)
 
@@ -60,6 +64,9 @@ def _load() -> tuple[ModuleType | None, bool]:
 _native, TIMESTAMPS_IN_PLACE = _load()
 """TIMESTAMPS_IN_PLACE: whether the C loop reads a message's timestamp where the message keeps
 it (found with the probe messages) rather than through ``Message.timestamp()``."""
+IN_PLACE: frozenset[str] = _native.in_place() if _native is not None else frozenset()
+"""The Message fields (of error, partition, timestamp, value) the C loops read where a message
+keeps them, found with the probe messages; the others are read through their methods."""
 NATIVE = _native is not None
 """Whether the C loops are in use (``sink/records/_scan.c`` was built)."""
 

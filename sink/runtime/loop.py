@@ -140,7 +140,8 @@ def _runs(messages: list[Message], one_topic: bool) -> list[tuple[str, int, list
     out = []
     start = 0
     for stop in partition_cuts(messages):
-        run = messages[start:stop]
+        # a batch of one partition (the usual case) is its own run: no copy of it
+        run = messages if stop - start == len(messages) else messages[start:stop]
         start = stop
         partition = run[0].partition() or 0
         if one_topic or len(set(map(_topic, run))) == 1:
@@ -310,7 +311,8 @@ class SinkRuntime:
             self._storage_failure(exc, tps)
 
     def _batches(self, messages: Sequence[Message]) -> list[_Run]:
-        messages = list(messages)
+        # consume() gives a list, which the C loops read as it is (a copy touched every message)
+        messages = messages if isinstance(messages, list) else list(messages)
         if first_error(messages) >= 0:
             messages = self._without_errors(messages)
         out = []
