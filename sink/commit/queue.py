@@ -44,6 +44,9 @@ class CommitJob(Generic[W]):
     """The partition's committed offset once this file is in (computed when it was handed over)."""
     reason: str
     future: Future[None] | None = field(default=None, repr=False)
+    ended: bool = field(default=False, repr=False)
+    """Its commit returned or raised (set under the queue's lock, before the future is done)."""
+    error: BaseException | None = field(default=None, repr=False)
 
 
 class CommitQueue(Generic[W]):
@@ -63,6 +66,9 @@ class CommitQueue(Generic[W]):
         self._reported: set[TopicPartition] = set()
         """Partitions whose failure :meth:`take_error` gave out (once is enough)."""
         self._pool: ThreadPoolExecutor | None = None
+        self._ended = False
+        """A job ended since the last reap: :meth:`reap`, called on every poll (several times
+        per consumed batch), has nothing to look for otherwise."""
 
     def __len__(self) -> int:
         with self._lock:
@@ -85,16 +91,24 @@ class CommitQueue(Generic[W]):
         # job starts: waiting for it cannot deadlock
         if previous is not None:
             wait([previous])
+        error: BaseException | None = None
+        try:
+            self._attempt(job)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            with self._lock:
+                if error is not None:
+                    self._failed.setdefault(job.tp, error)
+                job.error, job.ended, self._ended = error, True, True
+
+    def _attempt(self, job: CommitJob[W]) -> None:
         with self._lock:
             failed = self._failed.get(job.tp)
         if failed is not None:
             raise failed  # an earlier file of this partition is not stored
-        try:
-            self._commit(job)
-        except BaseException as exc:
-            with self._lock:
-                self._failed.setdefault(job.tp, exc)
-            raise
+        self._commit(job)
 
     def failure(self, tp: TopicPartition) -> BaseException | None:
         """Why a commit of ``tp`` failed (no later file of it may be committed), or None."""
@@ -111,14 +125,16 @@ class CommitQueue(Generic[W]):
         """Remove and return the jobs that are committed. A failed job stays (it holds its
         partition's safe offset back) and its error is kept for :meth:`take_error`."""
         done: list[CommitJob[W]] = []
+        if not self._ended:  # read without the lock: a job ending now is seen by the next reap
+            return done
         with self._lock:
+            self._ended = False
             for tp in list(self._jobs):
                 jobs = self._jobs[tp]
-                while jobs and jobs[0].future is not None and jobs[0].future.done():
-                    error = jobs[0].future.exception()
-                    if error is not None:
+                while jobs and jobs[0].ended:
+                    if jobs[0].error is not None:
                         if tp not in self._reported:
-                            self._unreported.setdefault(tp, error)
+                            self._unreported.setdefault(tp, jobs[0].error)
                         break
                     done.append(jobs.pop(0))
                 if not jobs:
