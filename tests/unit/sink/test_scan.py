@@ -34,10 +34,12 @@ def _messages(draw: Any) -> list[Message]:
     return out
 
 
-def test_the_c_loops_are_built_and_read_timestamps_in_place() -> None:
-    """setup.py builds both modules on a machine with a C compiler (this one, and CI's)."""
+def test_the_c_loops_are_built_and_read_message_fields_in_place() -> None:
+    """setup.py builds both modules on a machine with a C compiler (this one, and CI's), and the
+    probes find where this client's Message keeps each field the loops read."""
     assert scan.NATIVE
     assert scan.TIMESTAMPS_IN_PLACE
+    assert {"error", "partition", "timestamp", "value"} == scan.IN_PLACE
     assert avro_wire._joined_bodies is avro_wire._joined_bodies_c
 
 
