@@ -144,31 +144,6 @@ probe_timestamps(PyTypeObject *type, PyObject *probes)
 }
 
 /*
- * The one pointer-aligned offset in every probe where each holds the object its method returned
- * (want[p]), or -1 when none or several do.
- */
-static Py_ssize_t
-find_pointer(PyObject *probes, PyObject *const *want, Py_ssize_t size)
-{
-    Py_ssize_t found = -1;
-    Py_ssize_t n = PyList_GET_SIZE(probes);
-    for (Py_ssize_t off = sizeof(PyObject); off + (Py_ssize_t)sizeof(PyObject *) <= size;
-         off += sizeof(PyObject *)) {
-        int all = 1;
-        for (Py_ssize_t p = 0; p < n && all; p++) {
-            all = field_at(PyList_GET_ITEM(probes, p), off) == want[p];
-        }
-        if (all) {
-            if (found != -1) {
-                return -1; /* ambiguous */
-            }
-            found = off;
-        }
-    }
-    return found;
-}
-
-/*
  * Find where Message objects keep their value, error and partition, from probe messages built
  * with distinct ones (each value a bytes object, each error a KafkaError: both told apart by
  * identity, so no other field can hold them by chance).
@@ -181,12 +156,10 @@ probe_fields(PyTypeObject *type, PyObject *probes)
     if (n < 3 || n > 16) {
         return;
     }
-    PyObject *values[16], *errors[16];
-    long long partitions[16];
+    long long values[16], errors[16], partitions[16]; /* the value and error: their addresses */
     int ok = 1;
     for (Py_ssize_t p = 0; p < n; p++) {
         PyObject *msg = PyList_GET_ITEM(probes, p);
-        values[p] = errors[p] = NULL;
         if (Py_TYPE(msg) != type) {
             return;
         }
@@ -198,10 +171,10 @@ probe_fields(PyTypeObject *type, PyObject *probes)
             ok = 0;
         }
         else {
-            /* borrowed: the probe holds them (each is its own field's object, as checked below) */
+            /* the probe holds the objects, so their addresses are what its fields hold */
             ok = PyBytes_CheckExact(value) && error != Py_None && PyLong_Check(partition);
-            values[p] = value;
-            errors[p] = error;
+            values[p] = (long long)(intptr_t)value;
+            errors[p] = (long long)(intptr_t)error;
             partitions[p] = ok ? PyLong_AsLongLong(partition) : 0;
             if (PyErr_Occurred()) {
                 PyErr_Clear();
@@ -215,8 +188,9 @@ probe_fields(PyTypeObject *type, PyObject *probes)
             return;
         }
     }
-    Py_ssize_t value = find_pointer(probes, values, type->tp_basicsize);
-    Py_ssize_t error = find_pointer(probes, errors, type->tp_basicsize);
+    int width = (int)sizeof(PyObject *);
+    Py_ssize_t value = find_field(probes, values, type->tp_basicsize, width);
+    Py_ssize_t error = find_field(probes, errors, type->tp_basicsize, width);
     Py_ssize_t partition = find_field(probes, partitions, type->tp_basicsize, 4);
     if (value != -1 && error != -1 && partition != -1 && value != error) {
         value_at = value;
