@@ -159,3 +159,32 @@ def test_buffered_writes_after_queued_ones_go_past_them(tmp_path: Path) -> None:
     counting.fsync_close()
     expected = b"".join(b"<%d>" % i + (b"|" if i % 7 == 0 else b"") for i in range(50))
     assert path.read_bytes() == expected and counting.count == len(expected)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+def test_the_thread_is_named_and_yields_to_the_thread_that_wakes_it(tmp_path: Path) -> None:
+    """Queueing a write wakes the thread; as SCHED_BATCH it does not preempt the consuming thread
+    that woke it (issue 24). Named, so top, py-spy and this test can find it."""
+    allowed: list[bool] = []
+
+    def try_batch() -> None:  # on a thread of its own: the policy is per thread
+        try:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+            allowed.append(True)
+        except OSError:  # a sandbox that forbids it: the C thread then runs as an ordinary one
+            allowed.append(False)
+
+    probe = threading.Thread(target=try_batch)
+    probe.start()
+    probe.join()
+    if not allowed[0]:
+        pytest.skip("this sandbox does not let a thread choose SCHED_BATCH")
+    path = tmp_path / "f"
+    with path.open("wb") as fh:
+        tracker = _write_behind.Tracker()
+        _write_behind.write(tracker, fh.fileno(), [b"x"], 0, 1)  # the thread starts at the first job
+        _write_behind.settle(tracker)
+    tasks = Path("/proc/self/task")
+    named = [int(t.name) for t in tasks.iterdir() if (t / "comm").read_text().strip() == "kcql-sink-write"]
+    assert len(named) == 1
+    assert os.sched_getscheduler(named[0]) == os.SCHED_BATCH
