@@ -432,7 +432,7 @@ def table(result: dict[str, Any]) -> str:
         (f"idle partition visible after: {result['idle_visible_s']:.2f} s"
         f" (flush.interval {result['idle_flush_interval_s']} s)"),
         (f"spark_reader / spark.read.parquet, query on a registered view: {result['spark_reader_ratio']:.2f}"
-         f" ({spark['reader_s']:.2f} s vs {spark['parquet_s']:.2f} s, best of 3)"),
+         f" ({spark['reader_s']:.2f} s vs {spark['parquet_s']:.2f} s, best of 5 after 3 warm-ups)"),
         (f"  registration + query: {spark['total_ratio']:.2f}"
          f" ({spark['reader_total_s']:.2f} s vs {spark['parquet_total_s']:.2f} s)"),
         *_spark_run_lines(result),

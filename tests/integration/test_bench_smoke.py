@@ -53,7 +53,7 @@ def test_bench_pieces_end_to_end(
     lasts = h.committed_lasts(h.local_keys(root / "bench" / "json_spark_run"))
     assert lasts == {0: 74, 1: 74, 2: 74, 3: 74}  # every record of every partition committed by Spark
 
-    timing = h.spark_timing(spark, root, "avro_to_parquet_local", data.topic, repeats=1)
+    timing = h.spark_timing(spark, root, "avro_to_parquet_local", data.topic, repeats=1, warm_ups=1)
     assert timing["rows"] == 300 and timing["files"] == 6  # flush.count = half a partition
     assert timing["ratio"] > 0 and timing["total_ratio"] > 0
 
